@@ -1,0 +1,63 @@
+# Engram: `make run` serves UI + API + worker on 127.0.0.1:$(PORT); `make test` runs every check.
+# Both do all set-up on a fresh machine: venv, torch (CPU, from the local wheel dir) first, the
+# project with dev extras, the embedded database, migrations.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+PORT ?= 8000
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+# Reinstall whenever pyproject.toml changes.
+STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
+
+.PHONY: install chromium db run test test-fast lint bench evaluate db-stop clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PIP) install --upgrade pip setuptools wheel
+	# torch first and pinned: an unpinned torch would pull a multi-GB CUDA build.
+	$(PIP) install torch==2.13.0
+	$(PIP) install -e '.[dev]'
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+install: $(STAMP)
+
+# Browser tests drive Debian's Chromium; Playwright cannot download browsers here.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update && apt-get install -y chromium; }
+
+db: install
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py createcachetable
+
+run: db
+	$(PY) manage.py seed_demo
+	$(PY) manage.py serve --port $(PORT)
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy .
+	$(PY) manage.py makemigrations --check --dry-run
+
+test: install chromium lint
+	$(PY) -m pytest
+
+test-fast: install
+	$(PY) -m pytest -m "not browser and not worker" -x -q
+
+bench: db
+	$(PY) bench/retrieval.py
+
+evaluate: db
+	$(PY) manage.py evaluate
+
+db-stop:
+	@$(PY) -c "from config.embedded_db import stop_server; from pathlib import Path; stop_server(Path('.'))"
+
+clean: db-stop
+	rm -rf $(VENV) var

@@ -1,0 +1,94 @@
+"""Agent authentication: ``Authorization: Bearer <agent key>`` + ``X-Engram-Principal: <token>`` -> Scope.
+
+Scope is resolved here, once, so views and selectors never decide who the caller is. The effective
+namespaces are the intersection of the key's and the token's grants.
+"""
+
+from __future__ import annotations
+
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.request import Request
+
+from memory.models import AgentKey, Subject
+from memory.namespaces import intersect_prefixes
+from memory.scope import Scope
+from memory.services.identity import TokenInvalid, agent_key_lookup, principal_token_verify
+
+PRINCIPAL_HEADER = "HTTP_X_ENGRAM_PRINCIPAL"
+
+
+class AgentPrincipal:
+    """request.user for agent calls: the key, and the scope when a principal token came with it."""
+
+    is_authenticated = True
+    is_anonymous = False
+
+    def __init__(self, key: AgentKey, scope: Scope | None) -> None:
+        self.key = key
+        self.scope = scope
+
+    @property
+    def actor(self) -> str:
+        return f"agent_key:{self.key.pk}"
+
+
+class AgentKeyAuthentication(BaseAuthentication):
+    def authenticate(self, request: Request) -> tuple[AgentPrincipal, AgentKey] | None:
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        if not header:
+            return None
+        scheme, _, raw_key = header.partition(" ")
+        if scheme.lower() != "bearer" or not raw_key.strip():
+            raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <agent key>'.", code="invalid_key")
+        key = agent_key_lookup(raw_key.strip())
+        if key is None:
+            raise exceptions.AuthenticationFailed("The agent key is not valid or was revoked.", code="invalid_key")
+        token = request.META.get(PRINCIPAL_HEADER, "").strip()
+        scope = self._scope(key, token) if token else None
+        return AgentPrincipal(key, scope), key
+
+    def _scope(self, key: AgentKey, token: str) -> Scope:
+        try:
+            claims = principal_token_verify(token)
+        except TokenInvalid as exc:
+            raise exceptions.AuthenticationFailed(exc.detail, code=exc.code) from exc
+        if claims.tenant_id != key.tenant_id:
+            raise exceptions.PermissionDenied(
+                "The principal token belongs to another tenant than the agent key.", code="tenant_mismatch"
+            )
+        subject = Subject.objects.filter(tenant_id=key.tenant_id, external_id=claims.subject_external_id).first()
+        if subject is None:
+            raise exceptions.AuthenticationFailed("The token's subject no longer exists.", code="invalid_principal")
+        return Scope(
+            tenant_id=key.tenant_id,
+            subject_id=subject.pk,
+            subject_external_id=subject.external_id,
+            permissions=frozenset(key.permissions),
+            namespaces=_as_tuple(intersect_prefixes(key.namespaces, claims.namespaces)),
+            actor=f"agent_key:{key.pk}",
+            agent_key_id=key.pk,
+        )
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="engram"'
+
+
+def _as_tuple(prefixes: list[str] | None) -> tuple[str, ...] | None:
+    return None if prefixes is None else tuple(prefixes)
+
+
+def principal_of(request: Request) -> AgentPrincipal:
+    """The authenticated agent of a request (the permission classes guarantee there is one)."""
+    user = request.user
+    if not isinstance(user, AgentPrincipal):
+        raise exceptions.NotAuthenticated("An agent key is required.", code="not_authenticated")
+    return user
+
+
+def scope_of(request: Request) -> Scope:
+    """The request's scope; HasPrincipal guarantees a principal token was verified."""
+    scope = principal_of(request).scope
+    if scope is None:
+        raise exceptions.NotAuthenticated("A principal token is required.", code="principal_required")
+    return scope

@@ -1,0 +1,60 @@
+"""One exception handler: every API error is ``{"code": "...", "detail": "..."}`` with the right status."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+
+from memory.errors import EngramError
+
+logger = logging.getLogger(__name__)
+
+
+def _sentence(errors: Any) -> str:
+    """Flatten DRF's nested field errors into one human sentence."""
+    parts: list[str] = []
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, f"{path}.{key}" if path else str(key))
+        elif isinstance(value, list):
+            for item in value:
+                walk(item, path)
+        else:
+            parts.append(f"{path}: {value}" if path and path != "non_field_errors" else str(value))
+
+    walk(errors, "")
+    return "; ".join(parts) or "The request is not valid."
+
+
+def engram_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, EngramError):
+        return Response({"code": exc.code, "detail": exc.detail, **exc.extra}, status=exc.status)
+    if isinstance(exc, RequestDataTooBig):
+        return Response({"code": "payload_too_large", "detail": "The request body is too large."}, status=400)
+    if isinstance(exc, Http404):
+        return Response({"code": "not_found", "detail": "Not found."}, status=404)
+    if isinstance(exc, DjangoPermissionDenied):
+        return Response({"code": "forbidden", "detail": "Permission denied."}, status=403)
+    if isinstance(exc, exceptions.ValidationError):
+        return Response({"code": "invalid", "detail": _sentence(exc.detail), "errors": exc.detail},
+                        status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, exceptions.ParseError):
+        return Response({"code": "malformed_json", "detail": f"The body is not valid JSON: {exc.detail}"},
+                        status=400)
+    if isinstance(exc, exceptions.APIException):
+        codes = exc.get_codes()
+        code = codes if isinstance(codes, str) else exc.default_code
+        response = Response({"code": code, "detail": str(exc.detail)}, status=exc.status_code)
+        if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+            response.status_code = 401
+            response["WWW-Authenticate"] = 'Bearer realm="engram"'
+        return response
+    return None  # unexpected: the middleware turns it into a JSON 500 and logs it

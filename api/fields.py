@@ -1,0 +1,69 @@
+"""Input fields and checks shared by the API's input serializers."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from django.conf import settings
+from rest_framework import serializers
+
+from memory.errors import ScopeMismatch
+from memory.namespaces import InvalidNamespace, to_path
+from memory.scope import Scope
+
+NAME = re.compile(r"^[a-z0-9][a-z0-9_\-.]{0,63}$")
+MAX_VALUE_BYTES = 8000
+
+
+class NamespaceField(serializers.Field):
+    """["user", "travel_preferences"] in, "user/travel_preferences" inside."""
+
+    default_error_messages = {"invalid": "A namespace is a list of lowercase segments, e.g. [\"user\", \"prefs\"]."}
+
+    def to_internal_value(self, data: Any) -> str:
+        if isinstance(data, str):
+            data = data.split("/")
+        if not isinstance(data, list):
+            self.fail("invalid")
+        try:
+            return to_path(data)
+        except InvalidNamespace as exc:
+            raise serializers.ValidationError(str(exc)) from exc
+
+    def to_representation(self, value: str) -> list[str]:
+        return value.split("/")
+
+
+class NameField(serializers.RegexField):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(NAME, max_length=64, **kwargs)
+        self.error_messages["invalid"] = "Use 1-64 lowercase letters, digits, '_', '-' or '.'."
+
+
+def text_field(**kwargs: Any) -> serializers.CharField:
+    return serializers.CharField(max_length=settings.ENGRAM_MAX_TEXT_CHARS, trim_whitespace=True, **kwargs)
+
+
+def check_json_value(value: Any) -> Any:
+    if len(json.dumps(value, default=str)) > MAX_VALUE_BYTES:
+        raise serializers.ValidationError(f"The value is larger than {MAX_VALUE_BYTES} bytes.")
+    return value
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuses fields it does not know, so a typo or a server-owned field is an error, not a no-op."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError({key: ["Unknown field."] for key in unknown})
+        return super().to_internal_value(data)
+
+
+def check_body_scope(data: Any, scope: Scope) -> None:
+    """A subject_id in a body never widens scope: if it disagrees with the token, refuse."""
+    if isinstance(data, dict) and "subject_id" in data and data["subject_id"] != scope.subject_external_id:
+        raise ScopeMismatch("The body's subject_id differs from the principal token's subject.")

@@ -1,0 +1,25 @@
+"""/api/v1/. Each area keeps its own url module so the areas can grow independently."""
+
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
+
+from api.views import identity, memories
+
+app_name = "api"
+
+urlpatterns = [
+    # Areas with their own url modules come first: "memories/batch" must win over "memories/<id>".
+    path("", include("api.urls_retrieval")),
+    path("", include("api.urls_threads")),
+    path("", include("api.urls_procedures")),
+    path("", include("api.urls_deletion")),
+    path("", include("api.urls_knowledge")),
+    path("health", identity.HealthApi.as_view(), name="health"),
+    path("principal-tokens", identity.PrincipalTokenCreateApi.as_view(), name="principal-tokens"),
+    path("memories", memories.MemoryListCreateApi.as_view(), name="memories"),
+    path("memories/<str:memory_id>", memories.MemoryDetailApi.as_view(), name="memory-detail"),
+    path("memories/<str:memory_id>/history", memories.MemoryHistoryApi.as_view(), name="memory-history"),
+    path("outcomes", memories.OutcomeCreateApi.as_view(), name="outcomes"),
+    path("candidates", memories.CandidateCreateApi.as_view(), name="candidates"),
+    path("schema", SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[]), name="schema"),
+]

@@ -1,0 +1,3 @@
+"""/api/v1/ routes of the knowledge area."""
+
+urlpatterns: list = []

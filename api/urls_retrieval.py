@@ -1,0 +1,3 @@
+"""/api/v1/ routes of the retrieval area."""
+
+urlpatterns: list = []

@@ -1,0 +1,3 @@
+"""/api/v1/ routes of the threads area."""
+
+urlpatterns: list = []

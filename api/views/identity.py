@@ -1,0 +1,72 @@
+"""Principal tokens (minted by the tenant's trusted backend) and the health check."""
+
+from __future__ import annotations
+
+from django.db import connection
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from api.authentication import principal_of
+from api.fields import NamespaceField, StrictSerializer
+from api.permissions import HasAgentKey
+from memory.errors import Forbidden
+from memory.scope import MINT
+from memory.services.identity import principal_token_mint
+
+
+class PrincipalTokenCreateApi(APIView):
+    permission_classes = [HasAgentKey]
+
+    class InputSerializer(StrictSerializer):
+        subject_id = serializers.CharField(max_length=128)
+        ttl = serializers.IntegerField(required=False, min_value=1)
+        namespaces = serializers.ListField(child=NamespaceField(), required=False, allow_empty=False)
+
+    def post(self, request: Request) -> Response:
+        principal = principal_of(request)
+        key = principal.key
+        if MINT not in key.permissions:
+            raise Forbidden("This agent key lacks the mint scope.", code="insufficient_scope")
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        token, subject, expires_at = principal_token_mint(
+            tenant=key.tenant, subject_external_id=data["subject_id"], ttl=data.get("ttl"),
+            namespaces=data.get("namespaces"), actor=principal.actor,
+        )
+        return Response({"token": token, "subject_id": subject.external_id, "expires_at": expires_at,
+                         "namespaces": data.get("namespaces")}, status=status.HTTP_201_CREATED)
+
+
+def worker_status() -> str:
+    """'ok' when a qcluster reported itself alive recently (its stats live in the shared cache)."""
+    from django_q.brokers import get_broker
+    from django_q.status import Stat
+
+    try:
+        return "ok" if Stat.get_all(get_broker()) else "down"
+    except Exception:  # noqa: BLE001 - an unreachable broker means the worker is down, not a 500
+        return "down"
+
+
+class HealthApi(APIView):
+    authentication_classes: list = []
+    permission_classes: list = []
+
+    def get(self, request: Request) -> Response:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT 1")
+            database = "ok"
+        except Exception:  # noqa: BLE001
+            database = "down"
+        body: dict[str, object] = {"status": "ok" if database == "ok" else "degraded", "database": database,
+                "worker": worker_status()}
+        if database == "ok":
+            from memory.models import MemoryRecord
+
+            body["embeddings_pending"] = MemoryRecord.objects.filter(
+                embedding__isnull=True, memory_class__embed=True, status="active").count()
+        return Response(body, status=200 if database == "ok" else 503)

@@ -1,0 +1,120 @@
+"""Operators' admin: read-mostly. Memory content changes and deletions go through services only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from memory.models import (
+    AgentKey,
+    AuditEntry,
+    Candidate,
+    Conflict,
+    Event,
+    MemoryClass,
+    MemoryRecord,
+    Subject,
+    Tenant,
+    Tombstone,
+)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """No add, change or delete: rows are written by services, which enforce policy and audit."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Tenant)
+class TenantAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name", "created_at"]
+    search_fields = ["slug", "name"]
+    filter_horizontal = ["reviewers"]
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Subject)
+class SubjectAdmin(admin.ModelAdmin):
+    list_display = ["external_id", "kind", "tenant", "created_at"]
+    list_filter = ["kind", "tenant"]
+    list_select_related = ["tenant"]
+    search_fields = ["external_id"]
+    readonly_fields = ["tenant", "external_id", "created_at"]
+    filter_horizontal = ["users"]
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # subject erasure is DELETE /api/v1/subject (a tracked job)
+
+
+@admin.register(MemoryClass)
+class MemoryClassAdmin(admin.ModelAdmin):
+    """Classes are policy as data and editable here (or replaced with manage.py load_policy)."""
+
+    list_display = ["name", "namespace_prefix", "tenant", "model_permission", "sensitivity",
+                    "encryption_required", "default_ttl", "max_retention"]
+    list_filter = ["tenant", "model_permission", "sensitivity"]
+    list_select_related = ["tenant"]
+    raw_id_fields = ["tenant"]
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(AgentKey)
+class AgentKeyAdmin(ReadOnlyAdmin):
+    list_display = ["name", "prefix", "tenant", "permissions", "namespaces", "created_at", "revoked_at"]
+    list_select_related = ["tenant"]
+    exclude = ["key_hash"]
+
+
+@admin.register(MemoryRecord)
+class MemoryRecordAdmin(ReadOnlyAdmin):
+    list_display = ["id", "subject", "namespace", "field", "source_type", "confidence", "status", "created_at"]
+    list_filter = ["status", "source_type", "confidence", "tenant"]
+    list_select_related = ["subject"]
+    search_fields = ["id", "namespace", "field"]
+    exclude = ["embedding", "search_vector"]
+
+
+@admin.register(Candidate)
+class CandidateAdmin(ReadOnlyAdmin):
+    list_display = ["id", "subject", "namespace", "field", "status", "created_at"]
+    list_filter = ["status", "tenant"]
+    list_select_related = ["subject"]
+    exclude = ["embedding"]
+
+
+@admin.register(Event)
+class EventAdmin(ReadOnlyAdmin):
+    list_display = ["id", "external_id", "subject", "source_type", "created_at"]
+    list_select_related = ["subject"]
+    search_fields = ["id", "external_id"]
+
+
+@admin.register(Conflict)
+class ConflictAdmin(ReadOnlyAdmin):
+    list_display = ["id", "subject", "namespace", "field", "status", "created_at"]
+    list_select_related = ["subject"]
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(ReadOnlyAdmin):
+    list_display = ["created_at", "actor", "action", "object_type", "object_id", "tenant"]
+    list_filter = ["action", "tenant"]
+    search_fields = ["object_id", "actor"]
+
+
+@admin.register(Tombstone)
+class TombstoneAdmin(ReadOnlyAdmin):
+    list_display = ["memory_id", "tenant", "namespace", "field", "deleted_at", "expires_at"]

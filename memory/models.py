@@ -1,0 +1,350 @@
+"""Long-term memory: identity, policy classes, the event log, records, candidates, conflicts, audit.
+
+Embeddings and full-text vectors on MemoryRecord are *derived* columns: rebuilt from the record
+by ``manage.py reembed``, never the source of truth.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVectorField
+from django.db import models
+from django.db.models import Q
+from django.db.models.functions import Now
+from pgvector.django import HnswIndex, VectorField
+
+from memory.ids import new_candidate_id, new_event_id, new_memory_id
+from memory.namespaces import to_list, under_any_q
+
+if TYPE_CHECKING:
+    from memory.scope import Scope
+
+EMBEDDING_DIMENSIONS = 384
+
+
+class Tenant(models.Model):
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    reviewers = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="reviewer_tenants", blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Subject(models.Model):
+    class Kind(models.TextChoices):
+        USER = "user"
+        PROJECT = "project"
+        AGENT = "agent"
+        ORG = "org"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="subjects")
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.USER)
+    external_id = models.CharField(max_length=128)
+    # People who may see this subject's memories in the browser (/me/).
+    users = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="subjects", blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "external_id"], name="subject_unique_external_id"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tenant_id}:{self.external_id}"
+
+
+class AgentKey(models.Model):
+    """An agent's API key. Only a SHA-256 of the key is stored; the key is shown once."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="agent_keys")
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16, help_text="First characters of the key, for recognising it.")
+    key_hash = models.CharField(max_length=64, unique=True)
+    permissions = models.JSONField(default=list, help_text="Any of read, write, propose, mint.")
+    namespaces = models.JSONField(
+        null=True, blank=True, help_text="Namespace prefixes this key may touch; empty means all."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+
+class MemoryClass(models.Model):
+    """Privacy policy as data: what may be stored under a namespace prefix, by whom, for how long."""
+
+    class ModelPermission(models.TextChoices):
+        WRITE = "write"  # the agent may store confirmed records
+        PROPOSE = "propose"  # the agent may only submit candidates
+        READ = "read"  # the agent may read but not write
+        NONE = "none"  # the agent may not touch this class
+
+    class Sensitivity(models.TextChoices):
+        PUBLIC = "public"
+        INTERNAL = "internal"
+        PERSONAL = "personal"
+        SENSITIVE = "sensitive"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memory_classes")
+    name = models.SlugField(max_length=64)
+    namespace_prefix = models.CharField(max_length=300)
+    purpose = models.TextField(blank=True)
+    allowed_readers = models.JSONField(
+        default=list, help_text='Who may read: any of "owner", "agent", "reviewer".'
+    )
+    model_permission = models.CharField(
+        max_length=8, choices=ModelPermission.choices, default=ModelPermission.PROPOSE
+    )
+    sensitivity = models.CharField(max_length=16, choices=Sensitivity.choices, default=Sensitivity.PERSONAL)
+    encryption_required = models.BooleanField(default=False)
+    embed = models.BooleanField(default=True, help_text="Compute embeddings for this class's records.")
+    default_ttl = models.DurationField(null=True, blank=True)
+    max_retention = models.DurationField(null=True, blank=True)
+    may_cross_boundaries = models.BooleanField(default=False)
+    candidates_retrievable = models.BooleanField(
+        default=False, help_text="Unreviewed candidates may be served (marked as candidates)."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "memory classes"
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "name"], name="memoryclass_unique_name"),
+            models.UniqueConstraint(fields=["tenant", "namespace_prefix"], name="memoryclass_unique_prefix"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.namespace_prefix})"
+
+
+class Event(models.Model):
+    """Append-only log of what caused a write. Every record and candidate references one.
+
+    ``external_id`` is the caller's ``source.event_id``: the idempotency key of the write paths.
+    """
+
+    id = models.CharField(primary_key=True, max_length=40, default=new_event_id, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="events")
+    external_id = models.CharField(max_length=128)
+    source_type = models.CharField(max_length=32)
+    payload_hash = models.CharField(max_length=64)
+    text = models.TextField(blank=True, help_text="What was said or observed; evidence for reviewers.")
+    occurred_at = models.DateTimeField(default=None, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    actor = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "subject", "external_id"], name="event_unique_external_id"),
+        ]
+
+
+class SourceType(models.TextChoices):
+    # Order is precedence, highest first: see memory/policy/precedence.py.
+    SYSTEM_OF_RECORD = "system_of_record"
+    EXPLICIT_USER_STATEMENT = "explicit_user_statement"
+    ORG_RECORD = "org_record"
+    VERIFIED_OUTCOME = "verified_outcome"
+    MODEL_INFERRED = "model_inferred"
+    SUMMARY = "summary"
+
+
+class MemoryType(models.TextChoices):
+    SEMANTIC = "semantic"
+    EPISODIC = "episodic"
+
+
+class Confidence(models.TextChoices):
+    CONFIRMED = "confirmed"
+    CANDIDATE = "candidate"
+
+
+class RecordStatus(models.TextChoices):
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"
+    EXPIRED = "expired"
+    DELETED = "deleted"
+
+
+class MemoryRecordQuerySet(models.QuerySet["MemoryRecord"]):
+    def for_scope(self, scope: Scope) -> MemoryRecordQuerySet:
+        """The only way into memory rows: tenant, subject and namespace predicates in SQL."""
+        qs = self.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id)
+        if scope.namespaces is not None:
+            qs = qs.filter(under_any_q(scope.namespaces))
+        return qs
+
+    def live(self) -> MemoryRecordQuerySet:
+        """Active and inside the validity interval, judged by the database clock."""
+        return self.filter(status=RecordStatus.ACTIVE).filter(Q(valid_until__isnull=True) | Q(valid_until__gt=Now()))
+
+    def under(self, prefixes: list[str]) -> MemoryRecordQuerySet:
+        return self.filter(under_any_q(prefixes))
+
+
+class MemoryRecord(models.Model):
+    id = models.CharField(primary_key=True, max_length=40, default=new_memory_id, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="records")
+    namespace = models.CharField(max_length=300)
+    kind = models.CharField(max_length=64)
+    memory_type = models.CharField(max_length=16, choices=MemoryType.choices, default=MemoryType.SEMANTIC)
+    # fact = {"field": ..., "value": ...}; `field` is copied out so precedence can index it.
+    field = models.CharField(max_length=128)
+    fact = models.JSONField()
+    text = models.TextField()
+    source_type = models.CharField(max_length=32, choices=SourceType.choices)
+    source_event = models.ForeignKey(Event, on_delete=models.SET_NULL, null=True, related_name="records")
+    source_ref = models.JSONField(null=True, blank=True, help_text="{system, id} of a system of record.")
+    confidence = models.CharField(max_length=16, choices=Confidence.choices, default=Confidence.CONFIRMED)
+    sensitivity = models.CharField(max_length=16, choices=MemoryClass.Sensitivity.choices)
+    memory_class = models.ForeignKey(MemoryClass, on_delete=models.PROTECT, related_name="records")
+    status = models.CharField(max_length=16, choices=RecordStatus.choices, default=RecordStatus.ACTIVE)
+    status_reason = models.CharField(max_length=200, blank=True)
+    valid_from = models.DateTimeField()
+    valid_until = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    supersedes = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    superseded_by = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    content_hash = models.CharField(max_length=64, help_text="sha256 of the normalised fact, for dedupe.")
+    # Derived read surfaces.
+    embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
+    search_vector = SearchVectorField(null=True, blank=True)
+
+    objects = MemoryRecordQuerySet.as_manager()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["tenant", "subject", "status"], name="record_scope_idx"),
+            models.Index(fields=["tenant", "subject", "namespace", "field"], name="record_head_idx"),
+            GinIndex(fields=["search_vector"], name="record_fts_idx"),
+            HnswIndex(
+                name="record_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.id
+
+    @property
+    def namespace_list(self) -> list[str]:
+        return to_list(self.namespace)
+
+
+class Candidate(models.Model):
+    """A model-inferred memory. Never a fact until consolidation (and, by policy, a reviewer) says so."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"  # waiting for consolidation
+        REVIEW = "review"  # consolidated, waiting for a person
+        RETRIEVABLE = "retrievable"  # kept as a low-authority candidate record by class policy
+        MERGED = "merged"  # duplicate; its provenance was merged into another item
+        APPROVED = "approved"
+        REJECTED = "rejected"
+        DISCARDED = "discarded"  # dropped by consolidation (e.g. equal to the active record)
+
+    id = models.CharField(primary_key=True, max_length=40, default=new_candidate_id, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="candidates")
+    namespace = models.CharField(max_length=300)
+    kind = models.CharField(max_length=64)
+    memory_type = models.CharField(max_length=16, choices=MemoryType.choices, default=MemoryType.SEMANTIC)
+    field = models.CharField(max_length=128)
+    fact = models.JSONField()
+    text = models.TextField()
+    source_event = models.ForeignKey(Event, on_delete=models.SET_NULL, null=True, related_name="candidates")
+    # Evidence: [{"event_id", "text", "at"}], the source events' words, shown to reviewers.
+    evidence = models.JSONField(default=list)
+    model_confidence = models.FloatField(null=True, blank=True)
+    memory_class = models.ForeignKey(MemoryClass, on_delete=models.PROTECT, null=True, related_name="+")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    reasons = models.JSONField(default=list, help_text="Why consolidation decided what it did.")
+    # The active record this candidate would affect, as seen in consolidation's snapshot.
+    conflict_record = models.ForeignKey(
+        MemoryRecord, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    merged_into = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    result_record = models.ForeignKey(
+        MemoryRecord, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    content_hash = models.CharField(max_length=64)
+    embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["tenant", "status", "created_at"], name="candidate_queue_idx"),
+            models.Index(fields=["tenant", "subject", "namespace", "field"], name="candidate_key_idx"),
+        ]
+
+
+class Conflict(models.Model):
+    """Two records that precedence cannot order (e.g. two approved org records disagree)."""
+
+    class Status(models.TextChoices):
+        OPEN = "open"
+        RESOLVED = "resolved"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="conflicts")
+    namespace = models.CharField(max_length=300)
+    field = models.CharField(max_length=128)
+    records = models.ManyToManyField(MemoryRecord, related_name="conflicts")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
+    resolution = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+
+class AuditEntry(models.Model):
+    """Who did what to which ids. Written in the same transaction as the change; holds no content."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, null=True, related_name="+")
+    subject = models.ForeignKey(Subject, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    actor = models.CharField(max_length=64)
+    action = models.CharField(max_length=64)
+    object_type = models.CharField(max_length=32)
+    object_id = models.CharField(max_length=64)
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "audit entries"
+        indexes = [models.Index(fields=["tenant", "created_at"], name="audit_tenant_idx")]
+
+
+class Tombstone(models.Model):
+    """What remains of deleted content: keyed hashes only, enough to refuse a resurrection."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    subject_hash = models.CharField(max_length=64)
+    memory_id = models.CharField(max_length=40, blank=True)
+    namespace = models.CharField(max_length=300, blank=True)
+    field = models.CharField(max_length=128, blank=True)
+    content_hash = models.CharField(max_length=64, blank=True)
+    event_hashes = models.JSONField(default=list, blank=True)
+    deleted_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["tenant", "subject_hash", "content_hash"], name="tombstone_content_idx"),
+        ]

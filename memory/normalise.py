@@ -1,0 +1,28 @@
+"""Normalisation used for dedupe and content hashes: case, whitespace and JSON key order don't matter."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import unicodedata
+
+_SPACE = re.compile(r"\s+")
+
+
+def normalise_text(text: str) -> str:
+    return _SPACE.sub(" ", unicodedata.normalize("NFKC", text)).strip().casefold()
+
+
+def normalise_value(value: object) -> str:
+    if isinstance(value, str):
+        return normalise_text(value)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def fact_hash(field: str, value: object) -> str:
+    return hashlib.sha256(f"{field}\x00{normalise_value(value)}".encode()).hexdigest()
+
+
+def payload_hash(payload: dict) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()

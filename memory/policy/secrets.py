@@ -1,0 +1,120 @@
+"""Secret detection at every write gate. A secret is refused and stored nowhere (not even the event log).
+
+detect-secrets finds tokens, keys and keyword-assigned passwords; its entropy plugins are left out
+because they flag ordinary prose ("Prefers aisle seats"). Our own checks add what it does not
+cover in prose: payment card numbers (Luhn-checked), private key blocks, recovery codes,
+government ID numbers and passwords stated in words ("my password is ...").
+Findings name the kind of secret and where it was, never the secret itself.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+from detect_secrets.core.scan import scan_line
+from detect_secrets.settings import get_settings
+
+_NOISY_PLUGINS = {"Base64HighEntropyString", "HexHighEntropyString"}
+_PLUGIN_NAMES: list[str] = [plugin.__name__ for plugin in get_mapping_from_secret_type_to_class().values()]
+get_settings().configure_plugins([{"name": name} for name in _PLUGIN_NAMES if name not in _NOISY_PLUGINS])
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    location: str  # a JSON-path-like location in the payload, e.g. "fact.value"
+
+
+_CARD_CANDIDATE = re.compile(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)")
+_PRIVATE_KEY = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----")
+_RECOVERY_CODES = re.compile(
+    r"\b(?:recovery|backup|2fa|mfa|one[- ]time)\s+codes?\b[^A-Za-z0-9]{0,10}(?:\w+\s+){0,3}?"
+    r"(?=[A-Za-z0-9\-]*\d)[A-Za-z0-9]{4,}(?:[- ][A-Za-z0-9]{3,})?",
+    re.IGNORECASE,
+)
+_US_SSN = re.compile(r"\b(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}\b")
+_UK_NINO = re.compile(r"\b[A-CEGHJ-PR-TW-Z]{2} ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b")
+_ID_KEYWORD = re.compile(
+    r"\b(?:passport|social security|national id|national insurance|driver'?s licen[cs]e|tax id|ssn)"
+    r"(?:\s+(?:number|no\.?|#))?\s*(?:is|:|=)?\s*[A-Z0-9][A-Z0-9\- ]{5,}\b",
+    re.IGNORECASE,
+)
+_PASSWORD_IN_WORDS = re.compile(
+    r"\b(?:password|passwd|passcode|passphrase|pin code|pin)\b\s*(?:is|was|:|=)\s*\S{3,}", re.IGNORECASE
+)
+_CREDENTIAL_ASSIGNMENT = re.compile(
+    r"\b(?:api[_ -]?key|access[_ -]?token|secret[_ -]?key|auth[_ -]?token|bearer)\b\s*(?:is|:|=)?\s*"
+    r"[A-Za-z0-9_\-.+/=]{12,}",
+    re.IGNORECASE,
+)
+
+
+def _luhn_ok(digits: str) -> bool:
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = int(ch)
+        if i % 2 == 1:
+            d *= 2
+            if d > 9:
+                d -= 9
+        total += d
+    return total % 10 == 0
+
+
+def _own_checks(text: str) -> Iterator[str]:
+    for match in _CARD_CANDIDATE.finditer(text):
+        digits = re.sub(r"\D", "", match.group())
+        if 13 <= len(digits) <= 19 and _luhn_ok(digits):
+            yield "payment_card_number"
+    if _PRIVATE_KEY.search(text):
+        yield "private_key"
+    if _RECOVERY_CODES.search(text):
+        yield "recovery_code"
+    if _US_SSN.search(text) or _UK_NINO.search(text) or _ID_KEYWORD.search(text):
+        yield "government_id"
+    if _PASSWORD_IN_WORDS.search(text):
+        yield "password"
+    if _CREDENTIAL_ASSIGNMENT.search(text):
+        yield "access_token"
+
+
+def scan_text(text: str) -> list[str]:
+    """Kinds of secret found in one string (empty when clean)."""
+    kinds = list(dict.fromkeys(_own_checks(text)))
+    for line in text.splitlines() or [text]:
+        for found in scan_line(line):
+            kind = found.type.lower().replace(" ", "_")
+            if kind not in kinds:
+                kinds.append(kind)
+    return kinds
+
+
+def _walk(value: Any, location: str) -> Iterator[tuple[str, str]]:
+    if isinstance(value, str):
+        yield location, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _walk(str(key), f"{location}.<key>" if location else "<key>")
+            yield from _walk(item, f"{location}.{key}" if location else str(key))
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield from _walk(item, f"{location}[{index}]")
+
+
+def scan_payload(payload: Any) -> list[Finding]:
+    """Scan every string in a JSON-like payload, keys included."""
+    findings: list[Finding] = []
+    for location, text in _walk(payload, ""):
+        for kind in scan_text(text):
+            findings.append(Finding(kind=kind, location=location))
+    return findings
+
+
+def describe(findings: list[Finding]) -> str:
+    parts = sorted({f"{f.kind} in {f.location}" for f in findings})
+    return "Refused: the request contains what looks like a secret (" + "; ".join(parts) + \
+        "). Secrets are never stored; remove it and retry."

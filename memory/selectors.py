@@ -1,0 +1,68 @@
+"""Reads of long-term memory. Every one starts from MemoryRecord.objects.for_scope(scope)."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from memory.errors import NotFound
+from memory.models import MemoryRecord, RecordStatus
+from memory.scope import Scope
+
+
+def effective_status(record: MemoryRecord) -> str:
+    """A record whose validity ended is expired even before purge_expired flips its status."""
+    if record.status == RecordStatus.ACTIVE and record.valid_until and record.valid_until <= timezone.now():
+        return RecordStatus.EXPIRED
+    return record.status
+
+
+def memory_list(*, scope: Scope, namespace: str | None = None, kind: str | None = None,
+                status: str | None = None) -> QuerySet[MemoryRecord]:
+    qs = MemoryRecord.objects.for_scope(scope).select_related("memory_class", "source_event", "subject")
+    if namespace:
+        qs = qs.under([namespace])
+    if kind:
+        qs = qs.filter(kind=kind)
+    if status == RecordStatus.ACTIVE:
+        qs = qs.live()
+    elif status == RecordStatus.EXPIRED:
+        qs = qs.filter(status=RecordStatus.ACTIVE, valid_until__lte=timezone.now()) | qs.filter(
+            status=RecordStatus.EXPIRED)
+    elif status:
+        qs = qs.filter(status=status)
+    return qs.order_by("-created_at", "-pk")
+
+
+def memory_get(*, scope: Scope, memory_id: str) -> MemoryRecord:
+    record = (MemoryRecord.objects.for_scope(scope).select_related("memory_class", "source_event", "subject")
+              .filter(pk=memory_id).first())
+    if record is None:
+        # Same answer for "does not exist" and "belongs to someone else": no existence oracle.
+        raise NotFound(f"No memory '{memory_id}' in this scope.")
+    return record
+
+
+def memory_history(*, scope: Scope, memory_id: str) -> list[MemoryRecord]:
+    """The supersession chain through ``memory_id``, oldest first, all within the scope."""
+    record = memory_get(scope=scope, memory_id=memory_id)
+    chain = [record]
+    scoped = MemoryRecord.objects.for_scope(scope).select_related("memory_class", "source_event", "subject")
+    seen = {record.pk}
+    older = record.supersedes_id
+    while older and older not in seen:
+        previous = scoped.filter(pk=older).first()
+        if previous is None:
+            break
+        chain.insert(0, previous)
+        seen.add(previous.pk)
+        older = previous.supersedes_id
+    newer = record.superseded_by_id
+    while newer and newer not in seen:
+        following = scoped.filter(pk=newer).first()
+        if following is None:
+            break
+        chain.append(following)
+        seen.add(following.pk)
+        newer = following.superseded_by_id
+    return chain

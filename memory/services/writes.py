@@ -1,0 +1,273 @@
+"""The three write paths: explicit user statement, deterministic outcome, model-inferred candidate.
+
+Each is one transactional service. Order inside every path:
+permission -> namespace scope -> secret scan (before anything is written, so a secret reaches no
+table, the event log included) -> memory class policy -> idempotency on source.event_id ->
+precedence under a lock on the (subject, namespace, field) key -> audit -> tasks queued on commit.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+from django_q.tasks import async_task
+
+from memory.audit import audit
+from memory.errors import Conflict as ConflictError
+from memory.errors import Forbidden, InvalidInput, SecretDetected
+from memory.indexing import refresh_search_vectors
+from memory.models import (
+    Candidate,
+    Confidence,
+    Conflict,
+    Event,
+    MemoryClass,
+    MemoryRecord,
+    RecordStatus,
+    SourceType,
+)
+from memory.normalise import fact_hash, payload_hash
+from memory.policy import precedence
+from memory.policy.classes import require_class
+from memory.policy.secrets import describe, scan_payload
+from memory.scope import PROPOSE, WRITE, Scope
+from memory.tombstones import is_tombstoned
+
+OUTCOME_SOURCE_TYPES = (SourceType.VERIFIED_OUTCOME, SourceType.SYSTEM_OF_RECORD, SourceType.ORG_RECORD)
+
+
+@dataclass
+class WriteResult:
+    record: MemoryRecord
+    created: bool
+    decision: precedence.Decision | None = None
+    conflict_with: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CandidateResult:
+    candidate: Candidate
+    created: bool
+
+
+@dataclass(frozen=True)
+class RecordInput:
+    """A validated write, as the API serializers and the batch importer produce it."""
+
+    namespace: str
+    kind: str
+    field: str
+    value: Any
+    text: str
+    event_id: str
+    source_type: str = SourceType.EXPLICIT_USER_STATEMENT
+    memory_type: str = "semantic"
+    event_text: str = ""
+    occurred_at: dt.datetime | None = None
+    valid_from: dt.datetime | None = None
+    valid_until: dt.datetime | None = None
+    source_ref: dict[str, Any] | None = None
+
+    def canonical(self) -> dict[str, Any]:
+        """What makes two writes with the same event id 'the same write'."""
+        return {
+            "namespace": self.namespace, "kind": self.kind, "field": self.field, "value": self.value,
+            "text": self.text, "source_type": self.source_type, "memory_type": self.memory_type,
+            "valid_from": self.valid_from, "valid_until": self.valid_until, "source_ref": self.source_ref,
+        }
+
+
+def _require(scope: Scope, *permissions: str) -> None:
+    if not any(scope.can(p) for p in permissions):
+        raise Forbidden(
+            f"This agent key lacks the {' or '.join(permissions)} scope.", code="insufficient_scope"
+        )
+
+
+def _require_namespace(scope: Scope, namespace: str) -> None:
+    if not scope.allows_namespace(namespace):
+        raise Forbidden(f"The principal may not write to namespace '{namespace}'.", code="namespace_forbidden")
+
+
+def refuse_secrets(payload: dict[str, Any]) -> None:
+    findings = scan_payload(payload)
+    if findings:
+        raise SecretDetected(describe(findings))
+
+
+def lock_key(tenant_id: int, subject_id: int, namespace: str, field: str) -> None:
+    """Serialise writers of one (subject, namespace, field).
+
+    Race: two writers for the same field both read "no active record" and both insert an active
+    head. Row locks cannot help when no row exists yet, so we take a transaction-scoped advisory
+    lock named by the key; it is released at commit or rollback.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+            [f"memory-key:{tenant_id}:{subject_id}:{namespace}:{field}"],
+        )
+
+
+def _event_get_or_create(*, scope: Scope, item: RecordInput, source_type: str) -> tuple[Event, bool]:
+    """Idempotency: one Event per (tenant, subject, event_id). Concurrent twins block on the unique
+    index until the first commits, then read its row."""
+    digest = payload_hash(item.canonical())
+    try:
+        with transaction.atomic():
+            event, created = Event.objects.get_or_create(
+                tenant_id=scope.tenant_id, subject_id=scope.subject_id, external_id=item.event_id,
+                defaults={"source_type": source_type, "payload_hash": digest, "actor": scope.actor,
+                          "text": item.event_text or item.text, "occurred_at": item.occurred_at},
+            )
+    except IntegrityError:
+        event = Event.objects.get(tenant_id=scope.tenant_id, subject_id=scope.subject_id,
+                                  external_id=item.event_id)
+        created = False
+    if not created and event.payload_hash != digest:
+        raise ConflictError(
+            f"Event '{item.event_id}' was already used for a different write; use a new event id.",
+            code="idempotency_conflict",
+        )
+    return event, created
+
+
+def _live_heads(scope: Scope, namespace: str, field_name: str) -> list[MemoryRecord]:
+    return list(
+        MemoryRecord.objects.for_scope(scope).live()
+        .filter(namespace=namespace, field=field_name, confidence=Confidence.CONFIRMED)
+        .select_for_update().order_by("-created_at")
+    )
+
+
+def store_confirmed(*, scope: Scope, item: RecordInput, memory_class: MemoryClass, event: Event,
+                    actor_action: str) -> WriteResult:
+    """Insert a confirmed record and apply precedence. Caller holds the transaction."""
+    lock_key(scope.tenant_id, scope.subject_id, item.namespace, item.field)
+    content_hash = fact_hash(item.field, item.value)
+    heads = _live_heads(scope, item.namespace, item.field)
+    decision = precedence.decide(new_source_type=item.source_type, new_content_hash=content_hash, heads=heads)
+    now = timezone.now()
+    valid_from = item.valid_from or now
+    valid_until = item.valid_until
+    if valid_until is None and memory_class.default_ttl is not None:
+        valid_until = valid_from + memory_class.default_ttl
+    fact: dict[str, Any] = {"field": item.field, "value": item.value}
+    if item.source_ref is not None:
+        fact["reference"] = item.source_ref
+    record = MemoryRecord(
+        tenant_id=scope.tenant_id, subject_id=scope.subject_id, namespace=item.namespace, kind=item.kind,
+        memory_type=item.memory_type, field=item.field, fact=fact, text=item.text,
+        source_type=item.source_type, source_event=event, source_ref=item.source_ref,
+        confidence=Confidence.CONFIRMED, sensitivity=memory_class.sensitivity, memory_class=memory_class,
+        valid_from=valid_from, valid_until=valid_until, content_hash=content_hash,
+    )
+    conflict_with: list[str] = []
+    if decision.outcome is precedence.Outcome.KEEP_INACTIVE:
+        strongest = min(heads, key=lambda h: precedence.rank(h.source_type))
+        record.status = RecordStatus.SUPERSEDED
+        record.status_reason = decision.reason
+        record.superseded_by = strongest
+    elif decision.outcome is precedence.Outcome.SUPERSEDE:
+        record.supersedes = heads[0]
+    record.save(force_insert=True)
+    if decision.outcome is precedence.Outcome.SUPERSEDE:
+        MemoryRecord.objects.filter(pk__in=[h.pk for h in heads]).update(
+            status=RecordStatus.SUPERSEDED, superseded_by=record, status_reason=decision.reason
+        )
+    elif decision.outcome is precedence.Outcome.CONFLICT:
+        conflict = Conflict.objects.create(tenant_id=scope.tenant_id, subject_id=scope.subject_id,
+                                           namespace=item.namespace, field=item.field)
+        conflict.records.add(record, *heads)
+        conflict_with = [h.pk for h in heads]
+    refresh_search_vectors([record.pk])
+    audit(actor=scope.actor, action=actor_action, object_type="memory", object_id=record.pk,
+          tenant_id=scope.tenant_id, subject_id=scope.subject_id,
+          data={"event_id": event.pk, "outcome": decision.outcome.value, "reason": decision.reason,
+                "superseded": [h.pk for h in heads] if decision.outcome is precedence.Outcome.SUPERSEDE else [],
+                "conflict_with": conflict_with})
+    if memory_class.embed:
+        transaction.on_commit(lambda: async_task("memory.tasks.embed_records", [record.pk]))
+    record.refresh_from_db()
+    return WriteResult(record=record, created=True, decision=decision, conflict_with=conflict_with)
+
+
+def _check_write(scope: Scope, item: RecordInput, *, path: str, permissions: tuple[str, ...],
+                 extra: dict[str, Any] | None = None) -> MemoryClass:
+    _require(scope, *permissions)
+    _require_namespace(scope, item.namespace)
+    refuse_secrets({**item.canonical(), "event_id": item.event_id, "event_text": item.event_text,
+                    **(extra or {})})
+    return require_class(tenant_id=scope.tenant_id, namespace=item.namespace, path=path)
+
+
+def _replay(event: Event) -> WriteResult:
+    record = MemoryRecord.objects.filter(source_event=event).order_by("created_at").first()
+    if record is None:
+        raise ConflictError("This event was consumed by another write path.", code="idempotency_conflict")
+    return WriteResult(record=record, created=False)
+
+
+@transaction.atomic
+def memory_write(*, scope: Scope, item: RecordInput) -> WriteResult:
+    """Explicit user statement: confirmed at once, after policy checks."""
+    if item.source_type != SourceType.EXPLICIT_USER_STATEMENT:
+        raise InvalidInput("POST /memories takes explicit_user_statement sources; use /outcomes otherwise.",
+                           code="invalid_source_type")
+    memory_class = _check_write(scope, item, path="confirmed", permissions=(WRITE,))
+    return _write_confirmed(scope=scope, item=item, memory_class=memory_class, action="memory.write")
+
+
+@transaction.atomic
+def outcome_record(*, scope: Scope, item: RecordInput) -> WriteResult:
+    """Deterministic application outcome: the verified state or a {system, id} reference, verbatim."""
+    if item.source_type not in OUTCOME_SOURCE_TYPES:
+        raise InvalidInput(f"An outcome's source.type is one of {', '.join(OUTCOME_SOURCE_TYPES)}.",
+                           code="invalid_source_type")
+    memory_class = _check_write(scope, item, path="confirmed", permissions=(WRITE,))
+    return _write_confirmed(scope=scope, item=item, memory_class=memory_class, action="outcome.record")
+
+
+def _write_confirmed(*, scope: Scope, item: RecordInput, memory_class: MemoryClass, action: str) -> WriteResult:
+    if is_tombstoned(tenant_id=scope.tenant_id, subject_external_id=scope.subject_external_id,
+                     namespace=item.namespace, field=item.field, value=None, event_ids=[item.event_id]):
+        raise ConflictError("This event's content was deleted; a replay cannot recreate it.", code="tombstoned")
+    event, created = _event_get_or_create(scope=scope, item=item, source_type=item.source_type)
+    if not created:
+        return _replay(event)
+    return store_confirmed(scope=scope, item=item, memory_class=memory_class, event=event, actor_action=action)
+
+
+@transaction.atomic
+def candidate_submit(*, scope: Scope, item: RecordInput, evidence: list[dict[str, Any]] | None = None,
+                     model_confidence: float | None = None) -> CandidateResult:
+    """Model-inferred candidate: stored pending, never a fact; consolidation decides on commit."""
+    evidence = evidence or []
+    memory_class = _check_write(scope, item, path="candidate", permissions=(PROPOSE, WRITE),
+                                extra={"evidence": evidence})
+    if is_tombstoned(tenant_id=scope.tenant_id, subject_external_id=scope.subject_external_id,
+                     namespace=item.namespace, field=item.field, value=None, event_ids=[item.event_id]):
+        raise ConflictError("This event's content was deleted; a replay cannot recreate it.", code="tombstoned")
+    event, created = _event_get_or_create(scope=scope, item=item, source_type=SourceType.MODEL_INFERRED)
+    if not created:
+        existing = Candidate.objects.filter(source_event=event).first()
+        if existing is None:
+            raise ConflictError("This event was consumed by another write path.", code="idempotency_conflict")
+        return CandidateResult(candidate=existing, created=False)
+    now = timezone.now()
+    quotes = [{"event_id": item.event_id, "text": item.event_text or item.text,
+               "at": (item.occurred_at or now).isoformat()}, *evidence]
+    candidate = Candidate.objects.create(
+        tenant_id=scope.tenant_id, subject_id=scope.subject_id, namespace=item.namespace, kind=item.kind,
+        memory_type=item.memory_type, field=item.field, fact={"field": item.field, "value": item.value},
+        text=item.text, source_event=event, evidence=quotes, model_confidence=model_confidence,
+        memory_class=memory_class, content_hash=fact_hash(item.field, item.value),
+    )
+    audit(actor=scope.actor, action="candidate.submit", object_type="candidate", object_id=candidate.pk,
+          tenant_id=scope.tenant_id, subject_id=scope.subject_id, data={"event_id": event.pk})
+    transaction.on_commit(lambda: async_task("memory.tasks.consolidate_candidate", candidate.pk))
+    return CandidateResult(candidate=candidate, created=True)

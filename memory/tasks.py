@@ -1,0 +1,17 @@
+"""django-q2 task entry points. Each takes ids, calls a service, and is safe to run twice."""
+
+from __future__ import annotations
+
+
+def embed_records(record_ids: list[str]) -> int:
+    """Fill the derived embedding of records (retrieval issue owns the embedder)."""
+    from memory.retrieval.embedding import embed_record_ids
+
+    return embed_record_ids(record_ids)
+
+
+def consolidate_candidate(candidate_id: str) -> str:
+    """Consolidate one pending candidate (consolidation issue owns the logic)."""
+    from memory.consolidation import consolidate
+
+    return consolidate(candidate_id)

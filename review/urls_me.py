@@ -1,0 +1,3 @@
+"""UI routes of the me area."""
+
+urlpatterns: list = []

@@ -1,0 +1,3 @@
+"""UI routes of the procedures area."""
+
+urlpatterns: list = []

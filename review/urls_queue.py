@@ -1,0 +1,3 @@
+"""UI routes of the queue area."""
+
+urlpatterns: list = []

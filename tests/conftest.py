@@ -1,0 +1,126 @@
+"""Shared fixtures: two tenants, an owner and an outsider subject, agent keys in and out of scope.
+
+Everything is created through the services, as a client would, on the real embedded Postgres.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from rest_framework.test import APIClient
+
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs an event loop
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from django.conf import settings
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@dataclass
+class Agent:
+    """An API client bound to one agent key and (optionally) one principal token."""
+
+    client: APIClient
+    key: str
+    token: str | None
+    tenant: Any
+    subject: Any
+
+    def _headers(self, extra: dict[str, str] | None) -> dict[str, str]:
+        headers = {"HTTP_AUTHORIZATION": f"Bearer {self.key}"}
+        if self.token:
+            headers["HTTP_X_ENGRAM_PRINCIPAL"] = self.token
+        for name, value in (extra or {}).items():
+            headers["HTTP_" + name.upper().replace("-", "_")] = value
+        return headers
+
+    def get(self, path: str, params: dict | None = None, headers: dict[str, str] | None = None) -> Any:
+        return self.client.get(path, params or {}, **self._headers(headers))
+
+    def post(self, path: str, data: Any = None, headers: dict[str, str] | None = None) -> Any:
+        return self.client.post(path, data, format="json", **self._headers(headers))
+
+    def put(self, path: str, data: Any = None, headers: dict[str, str] | None = None) -> Any:
+        return self.client.put(path, data, format="json", **self._headers(headers))
+
+    def patch(self, path: str, data: Any = None, headers: dict[str, str] | None = None) -> Any:
+        return self.client.patch(path, data, format="json", **self._headers(headers))
+
+    def delete(self, path: str, headers: dict[str, str] | None = None) -> Any:
+        return self.client.delete(path, **self._headers(headers))
+
+
+@pytest.fixture
+def make_tenant(db: Any) -> Any:
+    from memory.services.identity import tenant_create
+
+    def make(slug: str = "acme") -> Any:
+        return tenant_create(slug=slug)
+
+    return make
+
+
+@pytest.fixture
+def tenant(make_tenant: Any) -> Any:
+    return make_tenant("acme")
+
+
+@pytest.fixture
+def other_tenant(make_tenant: Any) -> Any:
+    return make_tenant("globex")
+
+
+@pytest.fixture
+def make_agent(db: Any) -> Any:
+    """make_agent(tenant, subject="usr_1", scopes=[...], namespaces=None, token_namespaces=None)."""
+    from memory.services.identity import agent_key_create, principal_token_mint
+
+    def make(tenant: Any, subject: str | None = "usr_owner", scopes: list[str] | None = None,
+             namespaces: list[str] | None = None, token_namespaces: list[str] | None = None) -> Agent:
+        _, raw = agent_key_create(tenant=tenant, name=f"key-{subject}",
+                                  permissions=scopes or ["read", "write", "propose"], namespaces=namespaces)
+        token, subject_row = None, None
+        if subject:
+            token, subject_row, _ = principal_token_mint(tenant=tenant, subject_external_id=subject,
+                                                         namespaces=token_namespaces)
+        return Agent(client=APIClient(), key=raw, token=token, tenant=tenant, subject=subject_row)
+
+    return make
+
+
+@pytest.fixture
+def agent(make_agent: Any, tenant: Any) -> Agent:
+    """The owner's agent: tenant acme, subject usr_owner, scopes read/write/propose."""
+    return make_agent(tenant, "usr_owner")
+
+
+@pytest.fixture
+def outsider(make_agent: Any, tenant: Any) -> Agent:
+    """Another subject of the same tenant."""
+    return make_agent(tenant, "usr_outsider")
+
+
+@pytest.fixture
+def foreign_agent(make_agent: Any, other_tenant: Any) -> Agent:
+    """A subject with the same external id, in another tenant."""
+    return make_agent(other_tenant, "usr_owner")
+
+
+def memory_body(**overrides: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "namespace": ["user", "travel_preferences"],
+        "kind": "preference",
+        "fact": {"field": "seat_preference", "value": "aisle"},
+        "text": "Prefers aisle seats",
+        "source": {"type": "explicit_user_statement", "event_id": "evt_seat_1",
+                   "text": "I always take the aisle seat."},
+    }
+    body.update(overrides)
+    return body
