@@ -1,0 +1,73 @@
+"""Where deletion reaches: every area registers the surfaces that may hold memory content.
+
+A *purge surface* removes or blanks content for a DeletionTarget and returns how many rows it
+touched; it must be idempotent (a retried step runs it again). A *read check* re-reads one read
+surface as the owning principal and returns the places where a marker still shows (empty = clean);
+the deletion job reports ``completed`` only when every read check comes back empty.
+
+Areas register at import of their ``deletion_surfaces`` module (imported from AppConfig.ready()),
+so the deletion job needs no knowledge of threads, knowledge or retrieval internals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class DeletionTarget:
+    tenant_id: int
+    subject_id: int
+    subject_external_id: str
+    # Records being deleted. For a subject erasure: every record of the subject.
+    memory_ids: tuple[str, ...] = ()
+    # Event primary keys (memory.Event.id) whose content goes with the records.
+    event_ids: tuple[str, ...] = ()
+    # Strings that must not survive anywhere (the records' text and fact values), for read checks.
+    markers: tuple[str, ...] = ()
+    whole_subject: bool = False
+    # Knowledge documents being deleted (knowledge.Document ids), when the target is a document.
+    document_ids: tuple[int, ...] = field(default=())
+
+
+PurgeFn = Callable[[DeletionTarget], int]
+ReadCheckFn = Callable[[DeletionTarget], list[str]]
+
+
+@dataclass(frozen=True)
+class Surface:
+    name: str
+    order: int
+    purge: PurgeFn
+
+
+_surfaces: dict[str, Surface] = {}
+_read_checks: dict[str, ReadCheckFn] = {}
+
+
+def purge_surface(name: str, *, order: int = 50) -> Callable[[PurgeFn], PurgeFn]:
+    """Register a purge step. Lower ``order`` runs first; the record itself should run last-but-one
+    and the tombstone last, so a crash midway leaves content-bearing rows findable for the retry."""
+
+    def register(fn: PurgeFn) -> PurgeFn:
+        _surfaces[name] = Surface(name=name, order=order, purge=fn)
+        return fn
+
+    return register
+
+
+def read_check(name: str) -> Callable[[ReadCheckFn], ReadCheckFn]:
+    def register(fn: ReadCheckFn) -> ReadCheckFn:
+        _read_checks[name] = fn
+        return fn
+
+    return register
+
+
+def surfaces() -> list[Surface]:
+    return sorted(_surfaces.values(), key=lambda s: (s.order, s.name))
+
+
+def read_checks() -> dict[str, ReadCheckFn]:
+    return dict(sorted(_read_checks.items()))
