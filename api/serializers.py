@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+from memory.content import unseal
 from memory.models import MemoryRecord
 from memory.selectors import effective_status
 
@@ -44,14 +45,15 @@ def record_payload(record: MemoryRecord) -> RecordPayload:
                              "event_id": record.source_event.external_id if record.source_event else None}
     if record.source_ref:
         source["reference"] = record.source_ref
+    fact, text = unseal(record)
     return {
         "memory_id": record.pk,
         "subject_id": record.subject.external_id,
         "namespace": record.namespace_list,
         "kind": record.kind,
         "type": record.memory_type,
-        "fact": record.fact,
-        "text": record.text,
+        "fact": fact,
+        "text": text,
         "source": source,
         "confidence": record.confidence,
         "sensitivity": record.sensitivity,

@@ -26,4 +26,6 @@ def refresh_search_vectors(record_ids: Iterable[str]) -> int:
     ids = list(record_ids)
     if not ids:
         return 0
-    return MemoryRecord.objects.filter(pk__in=ids).update(search_vector=record_search_vector())
+    # Encrypted classes get no full-text vector: it would be plaintext beside the ciphertext.
+    return (MemoryRecord.objects.filter(pk__in=ids, memory_class__encryption_required=False)
+            .update(search_vector=record_search_vector()))

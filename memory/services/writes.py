@@ -17,6 +17,7 @@ from django.utils import timezone
 from django_q.tasks import async_task
 
 from memory.audit import audit
+from memory.content import seal
 from memory.errors import Conflict as ConflictError
 from memory.errors import Forbidden, InvalidInput, SecretDetected
 from memory.indexing import refresh_search_vectors
@@ -159,9 +160,10 @@ def store_confirmed(*, scope: Scope, item: RecordInput, memory_class: MemoryClas
     fact: dict[str, Any] = {"field": item.field, "value": item.value}
     if item.source_ref is not None:
         fact["reference"] = item.source_ref
+    stored_fact, stored_text = seal(memory_class, fact, item.text)
     record = MemoryRecord(
         tenant_id=scope.tenant_id, subject_id=scope.subject_id, namespace=item.namespace, kind=item.kind,
-        memory_type=item.memory_type, field=item.field, fact=fact, text=item.text,
+        memory_type=item.memory_type, field=item.field, fact=stored_fact, text=stored_text,
         source_type=item.source_type, source_event=event, source_ref=item.source_ref,
         confidence=Confidence.CONFIRMED, sensitivity=memory_class.sensitivity, memory_class=memory_class,
         valid_from=valid_from, valid_until=valid_until, content_hash=content_hash,
