@@ -98,6 +98,10 @@ else:
             "CONN_MAX_AGE": 60,
         }
     }
+# ENGRAM_DB_NAME points a process at another database of the same server: tests start a real
+# qcluster subprocess with it set to the test database.
+if env_str("ENGRAM_DB_NAME"):
+    DATABASES["default"]["NAME"] = env_str("ENGRAM_DB_NAME")
 # Separate test database names let several test runs share one server (ENGRAM_TEST_DB_NAME).
 DATABASES["default"].setdefault("TEST", {})
 if env_str("ENGRAM_TEST_DB_NAME"):
