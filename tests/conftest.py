@@ -159,3 +159,39 @@ def login(page: Any, base_url: str, username: str, password: str) -> None:
     page.fill("input[name=password]", password)
     page.click("button[type=submit]")
     page.wait_for_load_state()
+
+
+# --- A real django-q2 worker ----------------------------------------------------------------------
+@pytest.fixture
+def qcluster(transactional_db: Any) -> Any:
+    """Start `manage.py qcluster` against the test database; stopped (before the flush) after the test."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from django.db import connection
+
+    env = {**os.environ, "ENGRAM_DB_NAME": connection.settings_dict["NAME"], "ENGRAM_Q_WORKERS": "1"}
+    root = Path(__file__).resolve().parent.parent
+    process = subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=root, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    yield process
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def wait_for(predicate: Any, timeout: float = 30.0, interval: float = 0.2) -> Any:
+    """Poll until predicate() is truthy; returns its value or fails the test with the timeout."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    pytest.fail(f"condition not met within {timeout}s")
