@@ -249,6 +249,8 @@ def candidate_submit(*, scope: Scope, item: RecordInput, evidence: list[dict[str
                      model_confidence: float | None = None) -> CandidateResult:
     """Model-inferred candidate: stored pending, never a fact; consolidation decides on commit."""
     evidence = evidence or []
+    if item.source_type != SourceType.MODEL_INFERRED:
+        raise InvalidInput("A candidate's source.type is model_inferred.", code="invalid_source_type")
     memory_class = _check_write(scope, item, path="candidate", permissions=(PROPOSE, WRITE),
                                 extra={"evidence": evidence})
     if is_tombstoned(tenant_id=scope.tenant_id, subject_external_id=scope.subject_external_id,
