@@ -45,7 +45,7 @@ class Command(BaseCommand):
             source_type="verified_outcome"))
         candidate_submit(scope=scope, item=RecordInput(
             namespace="user/inferred", kind="preference", field="hotel_chain", value="small boutique hotels",
-            text="Seems to prefer small boutique hotels", event_id="demo-evt-inferred",
+            text="Seems to prefer small boutique hotels", event_id="demo-evt-inferred", source_type="model_inferred",
             event_text="I loved that tiny hotel in Porto, much better than the big chains."))
         key_file = settings.VAR_DIR / "demo-agent-key"
         if not AgentKey.objects.filter(tenant=tenant, name="demo-agent").exists() or not key_file.exists():

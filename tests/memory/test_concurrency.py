@@ -1,0 +1,55 @@
+"""Idempotency and precedence hold under concurrent requests (real threads, real transactions)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connection
+
+from memory.models import Event, MemoryRecord
+from tests.conftest import memory_body
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def run_concurrently(n, fn):
+    barrier = threading.Barrier(n)
+    results = [None] * n
+
+    def worker(i):
+        try:
+            barrier.wait()
+            results[i] = fn(i)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def test_20_concurrent_identical_writes_make_one_record(agent):
+    statuses = run_concurrently(20, lambda i: agent.post("/api/v1/memories", memory_body()).status_code)
+
+    assert sorted(statuses) == [200] * 19 + [201]
+    assert MemoryRecord.objects.count() == 1
+    assert Event.objects.count() == 1
+
+
+def test_20_concurrent_statements_for_one_field_leave_exactly_one_active_head(agent):
+    def write(i):
+        return agent.post("/api/v1/memories", memory_body(fact={"field": "seat_preference", "value": f"v{i}"},
+                                                          source={"event_id": f"evt_{i}"})).status_code
+
+    statuses = run_concurrently(20, write)
+
+    assert statuses == [201] * 20
+    assert MemoryRecord.objects.filter(status="active").count() == 1
+    # The chain is linear: every superseded record points at exactly one successor.
+    superseded = MemoryRecord.objects.filter(status="superseded")
+    assert superseded.count() == 19
+    assert superseded.values("superseded_by").distinct().count() == 19
