@@ -14,7 +14,7 @@ from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Now
-from pgvector.django import HnswIndex, VectorField
+from pgvector.django import VectorField
 
 from memory.ids import new_candidate_id, new_event_id, new_memory_id
 from memory.namespaces import to_list, under_any_q
@@ -227,13 +227,10 @@ class MemoryRecord(models.Model):
             models.Index(fields=["tenant", "subject", "status"], name="record_scope_idx"),
             models.Index(fields=["tenant", "subject", "namespace", "field"], name="record_head_idx"),
             GinIndex(fields=["search_vector"], name="record_fts_idx"),
-            HnswIndex(
-                name="record_embedding_hnsw",
-                fields=["embedding"],
-                m=16,
-                ef_construction=64,
-                opclasses=["vector_cosine_ops"],
-            ),
+            # No HNSW index on embedding (retrieval issue, measured): every read is scoped to one
+            # subject, where pgvector 0.6's filtered HNSW under-fills and an exact scan over the
+            # btree scope index is both correct and fast; and the index halved embedding-fill
+            # throughput (2,003 -> 1,028 rows/s at 20k rows). See memory/retrieval/candidates.py.
         ]
 
     def __str__(self) -> str:
