@@ -19,7 +19,8 @@ from detect_secrets.core.scan import scan_line
 from detect_secrets.settings import get_settings
 
 _NOISY_PLUGINS = {"Base64HighEntropyString", "HexHighEntropyString"}
-_PLUGIN_NAMES: list[str] = [plugin.__name__ for plugin in get_mapping_from_secret_type_to_class().values()]
+_PLUGIN_CLASSES: list[Any] = list(get_mapping_from_secret_type_to_class().values())
+_PLUGIN_NAMES: list[str] = [cls.__name__ for cls in _PLUGIN_CLASSES]
 get_settings().configure_plugins([{"name": name} for name in _PLUGIN_NAMES if name not in _NOISY_PLUGINS])
 
 
