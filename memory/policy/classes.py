@@ -13,21 +13,33 @@ WRITE_PATH_NEEDS = {
 }
 
 
-def class_for_namespace(*, tenant_id: int, namespace: str) -> MemoryClass | None:
-    """The class whose namespace prefix is the longest one containing ``namespace``."""
+def _prefixes(namespace: str) -> list[str]:
     segments = namespace.split("/")
-    prefixes = ["/".join(segments[:i]) for i in range(len(segments), 0, -1)]
-    by_prefix = {c.namespace_prefix: c for c in MemoryClass.objects.filter(
-        tenant_id=tenant_id, namespace_prefix__in=prefixes)}
-    for prefix in prefixes:
+    return ["/".join(segments[:i]) for i in range(len(segments), 0, -1)]
+
+
+def pick_class(by_prefix: dict[str, MemoryClass], namespace: str) -> MemoryClass | None:
+    """Longest-prefix match among already loaded classes (the batch writer loads them once)."""
+    for prefix in _prefixes(namespace):
         if prefix in by_prefix:
             return by_prefix[prefix]
     return None
 
 
+def class_for_namespace(*, tenant_id: int, namespace: str) -> MemoryClass | None:
+    """The class whose namespace prefix is the longest one containing ``namespace``."""
+    by_prefix = {c.namespace_prefix: c for c in MemoryClass.objects.filter(
+        tenant_id=tenant_id, namespace_prefix__in=_prefixes(namespace))}
+    return pick_class(by_prefix, namespace)
+
+
 def require_class(*, tenant_id: int, namespace: str, path: str) -> MemoryClass:
     """The class for a write on ``path`` ("confirmed" or "candidate"), or 422 class_not_allowed."""
-    memory_class = class_for_namespace(tenant_id=tenant_id, namespace=namespace)
+    return check_class(class_for_namespace(tenant_id=tenant_id, namespace=namespace), namespace=namespace, path=path)
+
+
+def check_class(memory_class: MemoryClass | None, *, namespace: str, path: str) -> MemoryClass:
+    """422 class_not_allowed unless ``memory_class`` exists and lets agents write on ``path``."""
     if memory_class is None:
         raise PolicyRefused(f"No memory class covers namespace '{namespace}'; nothing may be stored there.")
     if memory_class.model_permission not in WRITE_PATH_NEEDS[path]:

@@ -5,3 +5,7 @@ class RetrievalConfig(AppConfig):
     name = "memory.retrieval"
     label = "retrieval"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Register the retrieval logs as a deletion surface (memory/deletion/registry.py).
+        from memory.retrieval import deletion_surfaces  # noqa: F401

@@ -1,7 +1,61 @@
-"""Embedder interface. Placeholder until the retrieval issue lands: embeddings stay NULL."""
+"""Filling the derived embedding column of records, in batches, idempotently.
+
+Only rows that still lack an embedding are touched, so a re-delivered task or a second run of
+``reembed`` does no work twice. Classes with ``embed=False`` (e.g. encrypted health data) are
+never embedded: a vector of sensitive text would leak it beside the ciphertext.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 
-def embed_record_ids(record_ids: list[str]) -> int:
-    return 0
+from django.db import connection
+
+from memory.content import unseal
+from memory.embedder import get_embedder
+from memory.models import MemoryRecord
+
+BATCH_SIZE = 256
+
+
+def pending_ids(*, tenant_id: int | None = None) -> list[str]:
+    """Ids of records that should have an embedding and do not (active, in an embedded class)."""
+    qs = MemoryRecord.objects.filter(embedding__isnull=True, memory_class__embed=True, status="active")
+    if tenant_id is not None:
+        qs = qs.filter(tenant_id=tenant_id)
+    return list(qs.order_by("pk").values_list("pk", flat=True))
+
+
+def write_embeddings(pairs: list[tuple[str, list[float]]]) -> int:
+    """One UPDATE for many rows; only rows still without an embedding (idempotent under retries)."""
+    if not pairs:
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE memory_memoryrecord AS r SET embedding = v.e::vector "
+            "FROM unnest(%s::text[], %s::text[]) AS v(id, e) WHERE r.id = v.id AND r.embedding IS NULL",
+            [[p[0] for p in pairs], [_literal(p[1]) for p in pairs]],
+        )
+        return cursor.rowcount
+
+
+def _literal(vector: list[float]) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+
+
+def embed_record_ids(record_ids: list[str], *, batch_size: int = BATCH_SIZE,
+                     progress: Callable[[int], None] | None = None) -> int:
+    """Embed the given records that still need it; returns how many rows got an embedding."""
+    embedder = get_embedder()
+    done = 0
+    for start in range(0, len(record_ids), batch_size):
+        chunk = record_ids[start:start + batch_size]
+        rows = list(MemoryRecord.objects.filter(pk__in=chunk, embedding__isnull=True, memory_class__embed=True)
+                    .exclude(status="deleted").select_related("memory_class")
+                    .only("pk", "fact", "text", "memory_class"))
+        texts = [unseal(r)[1] for r in rows]
+        vectors = embedder.embed(texts, batch_size=64)
+        done += write_embeddings([(r.pk, v) for r, v in zip(rows, vectors, strict=True)])
+        if progress:
+            progress(len(chunk))
+    return done

@@ -1,0 +1,254 @@
+"""memory_retrieve: verified scope -> allowed namespaces -> validity and task filters -> lexical and
+semantic candidates -> fusion and reranking -> limit and token budget -> packets + a retrieval log.
+
+Queries per call (pinned by tests/retrieval/test_queries.py): lexical leg, vector leg, the
+"excluded" explanation query, the pending-embedding count, the log insert. Providers add their own.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.utils import timezone
+
+from memory.content import unseal
+from memory.embedder import get_embedder
+from memory.errors import Forbidden, InvalidInput
+from memory.models import Confidence, MemoryRecord
+from memory.namespaces import intersect_prefixes, to_list
+from memory.normalise import normalise_text, normalise_value
+from memory.retrieval import candidates as legs
+from memory.retrieval.ranking import MIN_SIMILARITY, Ranked, below_threshold, score
+from memory.retrieval.services import retrieval_log_record
+from memory.retrieval.sources import RetrievalQuery, SourceItem, provider
+from memory.scope import READ, Scope
+
+DEFAULT_BUDGET_TOKENS = 400
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 100
+MEMORY = "memory"
+
+
+@dataclass(frozen=True)
+class RetrieveRequest:
+    query: str
+    namespaces: list[str] | None = None  # requested prefixes ("user/travel_preferences"); None = all allowed
+    kinds: list[str] | None = None
+    types: list[str] | None = None
+    filters: dict[str, Any] = field(default_factory=dict)
+    budget_tokens: int = DEFAULT_BUDGET_TOKENS
+    limit: int = DEFAULT_LIMIT
+    include: tuple[str, ...] = (MEMORY,)
+
+
+@dataclass
+class RetrieveResult:
+    retrieval_id: str
+    packets: list[dict[str, Any]]
+    budget: dict[str, int]
+    dropped: dict[str, int]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"retrieval_id": self.retrieval_id, "packets": self.packets, "budget": self.budget,
+                "dropped": self.dropped}
+
+
+def _pool_size(limit: int) -> int:
+    # Each leg fetches more than `limit` so fusion has something to reorder and the budget can skip.
+    return min(max(4 * limit, 40), 400)
+
+
+def _as_list(value: Any, name: str) -> list[str] | None:
+    if value is None:
+        return None
+    values = [value] if isinstance(value, str) else value
+    if not isinstance(values, list) or not all(isinstance(v, str) and v for v in values):
+        raise InvalidInput(f"filters.{name} is a string or a list of strings.", code="invalid_filter")
+    return values
+
+
+def _memory_item(record: MemoryRecord) -> Ranked:
+    fact, text = unseal(record)
+    status = "confirmed" if record.confidence == Confidence.CONFIRMED else "candidate"
+    packet: dict[str, Any] = {
+        "source": MEMORY, "fact": text, "status": status,
+        "source_date": record.valid_from.date().isoformat() if record.valid_from else None,
+        "memory_id": record.pk, "kind": record.kind, "namespace": to_list(record.namespace),
+    }
+    if getattr(record, "in_conflict", False):
+        packet["conflict"] = True
+    # Two records with the same fact in different namespaces are one fact for the caller.
+    key = f"memory:{record.field}:{normalise_value(fact.get('value'))}:{normalise_text(text)}"
+    return Ranked(source=MEMORY, item_id=record.pk, text=text, packet=packet, authority=record.source_type,
+                  confirmed=status == "confirmed", source_date=record.valid_from, dedupe_key=key,
+                  memory_class_id=record.memory_class_id,
+                  extra={"namespace": record.namespace, "retention": _retention(record)})
+
+
+def _retention(record: MemoryRecord) -> float | None:
+    memory_class = record.memory_class
+    spans = [d for d in (memory_class.max_retention, memory_class.default_ttl) if d is not None]
+    return min(spans).total_seconds() if spans else None
+
+
+def _provider_item(item: SourceItem) -> Ranked:
+    packet = dict(item.packet)
+    packet.setdefault("source", item.source)
+    confirmed = packet.get("status") != "candidate"
+    return Ranked(source=item.source, item_id=item.item_id, text=item.text, packet=packet,
+                  authority=item.authority, confirmed=confirmed, source_date=item.source_date,
+                  dedupe_key=f"{item.source}:{normalise_text(item.text)}", lexical_rank=item.lexical_rank,
+                  semantic_rank=item.semantic_rank, similarity=item.semantic_similarity)
+
+
+def _memory_candidates(scope: Scope, request: RetrieveRequest, filters: legs.Filters, vector: list[float],
+                       pool: int, dropped: dict[str, int], log: list[dict[str, Any]]) -> list[Ranked]:
+    tsquery = legs.text_query(request.query)
+    by_id: dict[str, Ranked] = {}
+    for rank, record in enumerate(legs.lexical(scope, filters, tsquery, pool), start=1):
+        by_id[record.pk] = _memory_item(record)
+        by_id[record.pk].lexical_rank = rank
+    for rank, record in enumerate(legs.semantic(scope, filters, vector, pool), start=1):
+        item = by_id.get(record.pk) or by_id.setdefault(record.pk, _memory_item(record))
+        item.semantic_rank = rank
+        item.similarity = 1.0 - float(record.distance)  # type: ignore[attr-defined]
+    pending = legs.semantic_pending(scope, filters)
+    if pending:
+        dropped["semantic_pending"] = pending
+    for row in legs.excluded(scope, filters, tsquery, vector, 1.0 - MIN_SIMILARITY, pool):
+        reason = row["reason"]
+        dropped[reason] = dropped.get(reason, 0) + 1
+        entry = {"source": MEMORY, "id": row["id"], "memory_id": row["id"], "namespace": to_list(row["namespace"]),
+                 "kind": row["kind"], "status": row["status"], "selected": False, "reason": reason,
+                 "similarity": None if row["near"] is None else round(1.0 - float(row["near"]), 4)}
+        if reason != "deleted":  # a deleted record's content is gone and stays gone
+            entry["text"] = row["text"]
+        log.append(entry)
+    return list(by_id.values())
+
+
+def _narrowed(scope: Scope, request: RetrieveRequest, log: list[dict[str, Any]],
+              dropped: dict[str, int]) -> list[str] | None:
+    if request.namespaces is None:
+        return None
+    allowed: list[str] = []
+    for prefix in request.namespaces:
+        inside = intersect_prefixes(scope.namespaces, [prefix]) or []
+        if not inside:
+            # Logged without content: only the name the caller itself sent.
+            dropped["out_of_scope"] = dropped.get("out_of_scope", 0) + 1
+            log.append({"source": MEMORY, "namespace": to_list(prefix), "selected": False, "reason": "out_of_scope"})
+        allowed.extend(inside)
+    return sorted(set(allowed))
+
+
+def memory_retrieve(*, scope: Scope, request: RetrieveRequest) -> RetrieveResult:
+    """Retrieve packets for ``request`` within ``scope``, and log the call."""
+    if not scope.can(READ):
+        raise Forbidden("This agent key lacks the read scope.", code="insufficient_scope")
+    for name in request.include:
+        if name != MEMORY and provider(name) is None:
+            raise InvalidInput(f"Unknown include '{name}'.", code="invalid_include")
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    embedder = get_embedder()
+    vector = embedder.embed_query(request.query)
+    timings["embed"] = _ms(started)
+    pool = _pool_size(request.limit)
+    dropped: dict[str, int] = {}
+    log: list[dict[str, Any]] = []
+    items: list[Ranked] = []
+    if MEMORY in request.include:
+        namespaces = _narrowed(scope, request, log, dropped)
+        if namespaces is None or namespaces:
+            filters = legs.Filters(namespaces=namespaces, kinds=request.kinds, types=request.types,
+                                   fields=_as_list(request.filters.get("fields"), "fields"),
+                                   source_types=_as_list(request.filters.get("source_types"), "source_types"))
+            items.extend(_memory_candidates(scope, request, filters, vector, pool, dropped, log))
+    timings["memory"] = _ms(started) - timings["embed"]
+    query = RetrievalQuery(text=request.query, vector=vector, limit=pool, filters=dict(request.filters))
+    for name in request.include:
+        fn = provider(name)
+        if name != MEMORY and fn is not None:
+            items.extend(_provider_item(i) for i in fn(scope, query))
+    now = timezone.now()
+    for item in items:
+        score(item, now)
+    items.sort(key=lambda i: (-i.score, i.item_id))
+    packets, used = _select(items, request, embedder, dropped)
+    timings["total"] = _ms(started)
+    retention = [i.extra["retention"] for i in items if i.extra.get("retention")]
+    budget = {"limit": request.budget_tokens, "used": used}
+    log_row = retrieval_log_record(
+        scope=scope, query=request.query, request=_request_json(request),
+        candidates=log + [_log_entry(i) for i in items], budget=budget, dropped=dropped, timings=timings,
+        retention=dt.timedelta(seconds=min(retention)) if retention else None,
+    )
+    return RetrieveResult(retrieval_id=log_row.pk, packets=packets, budget=budget, dropped=dropped)
+
+
+def _select(items: list[Ranked], request: RetrieveRequest, embedder: Any,
+            dropped: dict[str, int]) -> tuple[list[dict[str, Any]], int]:
+    packets: list[dict[str, Any]] = []
+    used = 0
+    seen: set[str] = set()
+    full = False
+    for item in items:
+        if below_threshold(item):
+            item.reason = "below_threshold"
+        elif item.dedupe_key in seen:
+            item.reason = "duplicate"
+        elif full:
+            item.reason = "budget"
+        elif len(packets) >= request.limit:
+            item.reason = "limit"
+        else:
+            item.tokens = embedder.count_tokens(item.text)
+            if used + item.tokens > request.budget_tokens:
+                # Stop adding: the caller asked for the best packets that fit, in order.
+                item.reason, full = "budget", True
+            else:
+                used += item.tokens
+                item.selected = True
+                seen.add(item.dedupe_key)
+                packets.append(_packet(item))
+                continue
+        dropped[item.reason] = dropped.get(item.reason, 0) + 1
+    return packets, used
+
+
+def _packet(item: Ranked) -> dict[str, Any]:
+    packet = dict(item.packet)
+    if item.source != MEMORY:
+        packet["text"] = item.text
+        packet["source_date"] = item.source_date.date().isoformat() if item.source_date else None
+    packet["score"] = round(item.score, 4)
+    packet["tokens"] = item.tokens
+    packet["content_role"] = "data"  # memory is data for the model, never instructions
+    return packet
+
+
+def _log_entry(item: Ranked) -> dict[str, Any]:
+    entry: dict[str, Any] = {"source": item.source, "id": item.item_id, "text": item.text,
+                             "lexical_rank": item.lexical_rank, "semantic_rank": item.semantic_rank,
+                             "similarity": None if item.similarity is None else round(item.similarity, 4),
+                             "relevance": round(item.relevance, 4), "score": round(item.score, 4),
+                             "tokens": item.tokens or None, "selected": item.selected, "reason": item.reason}
+    if item.source == MEMORY:
+        entry["memory_id"] = item.item_id
+        entry["namespace"] = to_list(item.extra["namespace"])
+        entry["status"] = item.packet["status"]
+    return entry
+
+
+def _request_json(request: RetrieveRequest) -> dict[str, Any]:
+    return {"namespaces": request.namespaces, "kinds": request.kinds, "types": request.types,
+            "filters": request.filters, "budget_tokens": request.budget_tokens, "limit": request.limit,
+            "include": list(request.include)}
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000.0, 3)
