@@ -1,3 +1,11 @@
 """/api/v1/ routes of the knowledge area."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from api.views import knowledge
+
+urlpatterns = [
+    path("documents", knowledge.DocumentListCreateApi.as_view(), name="documents"),
+    path("documents/batch", knowledge.DocumentBatchApi.as_view(), name="documents-batch"),
+    path("documents/<int:document_id>", knowledge.DocumentDetailApi.as_view(), name="document-detail"),
+]

@@ -1,0 +1,88 @@
+"""Deleting a document: a deletion job over the knowledge purge surfaces, run at once.
+
+The deletion job of ``memory/deletion`` plans memory targets (records, events, markers) and runs
+them in a worker. A document target is simpler: its surfaces are ours (deletion_surfaces.py) and
+hold no subject's memory, so ``document_delete`` records a DeletionJob (kind ``document``, plan
+``{"document_ids": [...]}``) with one DeletionStep per knowledge surface plus ``verification``,
+and runs them synchronously in the same transaction as the request: the 202 answer already
+reports ``completed``, and ``GET /api/v1/deletions/{id}`` shows the steps. A failing surface or a
+read check that still finds content rolls everything back (nothing half-deleted) and answers 409.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from memory.audit import audit
+from memory.deletion import registry
+from memory.deletion.models import DeletionJob, DeletionStep
+from memory.errors import Conflict, Forbidden, NotFound
+from memory.knowledge.selectors import documents_for_scope
+from memory.scope import WRITE, Scope
+from memory.tombstones import subject_hash
+
+DOCUMENT_KIND = "document"
+VERIFICATION = "verification"
+SURFACE_PREFIX = "knowledge_"
+
+
+def knowledge_surfaces() -> list[registry.Surface]:
+    return [s for s in registry.surfaces() if s.name.startswith(SURFACE_PREFIX)]
+
+
+def _existing_job(tenant_id: int, document_id: int) -> DeletionJob | None:
+    return (DeletionJob.objects.filter(tenant_id=tenant_id, kind=DOCUMENT_KIND,
+                                       plan__document_ids__contains=[document_id])
+            .order_by("-created_at").first())
+
+
+def deletion_payload(job: DeletionJob) -> dict[str, Any]:
+    return {"deletion_id": job.pk, "status": job.status, "status_url": f"/api/v1/deletions/{job.pk}",
+            "document_ids": job.plan.get("document_ids", []),
+            "steps": [{"name": s.name, "status": s.status, "rows": s.rows, "attempts": s.attempts}
+                      for s in job.steps.order_by("position")]}
+
+
+@transaction.atomic
+def document_delete(*, scope: Scope, document_id: int) -> DeletionJob:
+    """Delete a document from every surface. Asking again for a deleted document returns its job."""
+    if not scope.can(WRITE):
+        raise Forbidden("Deleting a document needs the write scope.", code="insufficient_scope")
+    # Lock the document row: two concurrent DELETEs (or a DELETE racing a re-ingest) serialise here.
+    document = documents_for_scope(scope=scope).filter(pk=document_id).select_for_update(of=("self",)).first()
+    if document is None:
+        job = _existing_job(scope.tenant_id, document_id)
+        if job is not None and job.subject_hash == subject_hash(scope.tenant_id, scope.subject_external_id):
+            return job
+        raise NotFound(f"No document '{document_id}' for this principal.")
+    job = DeletionJob.objects.create(
+        tenant_id=scope.tenant_id, subject_id=scope.subject_id,
+        subject_hash=subject_hash(scope.tenant_id, scope.subject_external_id), kind=DOCUMENT_KIND,
+        requested_by=scope.actor, status=DeletionJob.Status.RUNNING, runs=1,
+        plan={"document_ids": [document.pk], "access_domain_id": document.access_domain_id},
+    )
+    target = registry.DeletionTarget(tenant_id=scope.tenant_id, subject_id=scope.subject_id,
+                                     subject_external_id=scope.subject_external_id, document_ids=(document.pk,))
+    surfaces = knowledge_surfaces()
+    steps = []
+    for position, surface in enumerate(surfaces):
+        rows = surface.purge(target)
+        steps.append(DeletionStep(job=job, name=surface.name, position=position, status=DeletionStep.Status.DONE,
+                                  attempts=1, rows=int(rows or 0)))
+    problems = [f"{name}: {p}" for name, check in registry.read_checks().items()
+                if name.startswith(SURFACE_PREFIX) for p in check(target)]
+    if problems:
+        raise Conflict("The document is still readable after deletion: " + "; ".join(problems)[:400],
+                       code="deletion_incomplete")
+    steps.append(DeletionStep(job=job, name=VERIFICATION, position=len(surfaces), status=DeletionStep.Status.DONE,
+                              attempts=1))
+    DeletionStep.objects.bulk_create(steps)
+    DeletionJob.objects.filter(pk=job.pk).update(status=DeletionJob.Status.COMPLETED, completed_at=timezone.now())
+    audit(actor=scope.actor, action="document.delete", object_type="document", object_id=str(document_id),
+          tenant_id=scope.tenant_id, subject_id=scope.subject_id,
+          data={"deletion_id": job.pk, "steps": {s.name: s.rows for s in steps}})
+    job.refresh_from_db()
+    return job

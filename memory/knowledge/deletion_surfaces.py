@@ -1,0 +1,93 @@
+"""Where a deleted document's content lives, for the deletion job (``DeletionTarget.document_ids``).
+
+Surfaces, in order: retrieval logs (every subject's log entries that quote the document's chunks:
+knowledge is shared, so any reader may have been served it), chunks (their text, embedding and
+full-text vector are columns of one row, so one delete clears the text index and the vector index
+too), the document row, and the shared cache version (so any cached knowledge result is
+unreachable). Every surface is idempotent and a no-op for targets without document ids.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from memory.deletion.registry import DeletionTarget, purge_surface, read_check
+from memory.knowledge.cache import bump_knowledge_cache_version
+from memory.knowledge.models import Chunk, Document
+from memory.retrieval.models import RetrievalLog
+
+
+def _prefixes(target: DeletionTarget) -> tuple[str, ...]:
+    return tuple(f"doc:{d}:" for d in target.document_ids)
+
+
+def _quotes(entry: dict[str, Any], prefixes: tuple[str, ...]) -> bool:
+    return entry.get("source") == "knowledge" and str(entry.get("id", "")).startswith(prefixes)
+
+
+def _logs(target: DeletionTarget) -> Any:
+    return RetrievalLog.objects.filter(tenant_id=target.tenant_id, candidates__contains=[{"source": "knowledge"}])
+
+
+@purge_surface("knowledge_retrieval_logs", order=25)
+@transaction.atomic
+def purge_knowledge_retrieval_logs(target: DeletionTarget) -> int:
+    if not target.document_ids:
+        return 0
+    prefixes = _prefixes(target)
+    touched = []
+    for log in _logs(target).select_for_update().only("id", "candidates"):
+        kept = [e for e in log.candidates if not _quotes(e, prefixes)]
+        if len(kept) != len(log.candidates):
+            log.candidates = kept
+            touched.append(log)
+    RetrievalLog.objects.bulk_update(touched, ["candidates"])
+    return len(touched)
+
+
+@purge_surface("knowledge_chunks", order=40)
+def purge_knowledge_chunks(target: DeletionTarget) -> int:
+    """Chunk rows: text, embedding (vector index) and search_vector (GIN text index) in one delete."""
+    if not target.document_ids:
+        return 0
+    deleted, _ = Chunk.objects.filter(document__tenant_id=target.tenant_id,
+                                      document_id__in=target.document_ids).delete()
+    return deleted
+
+
+@purge_surface("knowledge_document", order=45)
+def purge_knowledge_document(target: DeletionTarget) -> int:
+    if not target.document_ids:
+        return 0
+    deleted, _ = Document.objects.filter(tenant_id=target.tenant_id, pk__in=target.document_ids).delete()
+    return deleted
+
+
+@purge_surface("knowledge_caches", order=48)
+def purge_knowledge_caches(target: DeletionTarget) -> int:
+    if not target.document_ids:
+        return 0
+    bump_knowledge_cache_version(target.tenant_id)
+    return 1
+
+
+@read_check("knowledge_rows")
+def check_knowledge_rows(target: DeletionTarget) -> list[str]:
+    if not target.document_ids:
+        return []
+    found = [f"document {pk}" for pk in
+             Document.objects.filter(pk__in=target.document_ids).values_list("pk", flat=True)]
+    found += [f"chunk {pk} (text, embedding, search vector)" for pk in
+              Chunk.objects.filter(document_id__in=target.document_ids).values_list("pk", flat=True)[:20]]
+    return found
+
+
+@read_check("knowledge_retrieval_logs")
+def check_knowledge_retrieval_logs(target: DeletionTarget) -> list[str]:
+    if not target.document_ids:
+        return []
+    prefixes = _prefixes(target)
+    return [f"retrieval log {log.pk}" for log in _logs(target).only("id", "candidates")
+            if any(_quotes(e, prefixes) for e in log.candidates)]
