@@ -1,0 +1,197 @@
+"""Deletion reaches thread state: events, summaries, checkpoints and tool calls.
+
+For one deleted memory record (DeletionTarget with memory ids, event ids and markers):
+- thread events cited as the record's ``source.event_id`` (memory.Event.external_id == ThreadEvent id),
+  and thread events whose content shows a marker, are blanked in place (row and seq kept), and in the
+  same transaction every summary over them is marked stale and blanked; server summaries are then
+  regenerated from the remaining events by a task, client summaries stay stale with the reason;
+- summaries showing a marker are blanked and marked stale the same way;
+- checkpoint and tool-call values that name a deleted memory id or show a marker are blanked.
+Markers shorter than MIN_MARKER characters are not matched (they would match half of any text).
+For a whole-subject erasure every thread, event, summary, checkpoint and tool call of the subject goes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Q, QuerySet, TextField
+from django.db.models.functions import Cast
+
+from memory.audit import audit
+from memory.deletion.registry import DeletionTarget, purge_surface, read_check
+from memory.models import Event
+from memory.threads.models import Checkpoint, Summary, Thread, ThreadEvent, ToolCall
+from memory.threads.services.events import blank_events, tombstone_events
+from memory.threads.services.summaries import mark_stale
+
+MIN_MARKER = 3
+REASON = "a source was deleted (memory deletion)"
+
+
+def _markers(target: DeletionTarget) -> list[str]:
+    return [m for m in target.markers if m and len(m.strip()) >= MIN_MARKER]
+
+
+def _scoped(model: Any, target: DeletionTarget) -> QuerySet[Any]:
+    return model.objects.filter(tenant_id=target.tenant_id, subject_id=target.subject_id)
+
+
+def _cited_ids(target: DeletionTarget) -> list[str]:
+    if not target.event_ids:
+        return []
+    return list(_scoped(Event, target).filter(pk__in=target.event_ids).values_list("external_id", flat=True))
+
+
+def _shows_marker(target: DeletionTarget, *fields: str) -> Q:
+    q = Q(pk__in=[])
+    for marker in _markers(target):
+        for name in fields:
+            q |= Q(**{f"{name}__icontains": marker})
+    return q
+
+
+def _hit_events(target: DeletionTarget) -> QuerySet[ThreadEvent]:
+    """The subject's thread events this deletion reaches (recorded or already blanked)."""
+    return (_scoped(ThreadEvent, target).annotate(data_text=Cast("data", TextField()))
+            .filter(Q(pk__in=_cited_ids(target)) | _shows_marker(target, "text", "data_text")))
+
+
+def _summaries_over_deleted(events: QuerySet[ThreadEvent]) -> QuerySet[Summary]:
+    # Only summaries made before the event was blanked: a regenerated one covers the same range
+    # but was built without it, and must not be re-staled by a retried step.
+    over = Q(pk__in=[])
+    for thread_id, seq, event_id, deleted_at in events.values_list("thread_id", "seq", "pk", "deleted_at"):
+        over |= Q(thread_id=thread_id, from_seq__lte=seq, to_seq__gte=seq, created_at__lte=deleted_at)
+        over |= Q(thread_id=thread_id, referenced_event_ids__contains=[event_id])
+    return Summary.objects.filter(over)
+
+
+@purge_surface("thread_events", order=20)
+@transaction.atomic
+def purge_thread_events(target: DeletionTarget) -> int:
+    if target.whole_subject:
+        deleted, _ = _scoped(Thread, target).delete()  # cascades to events and summaries
+        return deleted
+    hit = _hit_events(target)
+    thread_ids = sorted(set(hit.values_list("thread_id", flat=True)))
+    # Same lock order as every thread writer (see services.common.lock_thread).
+    list(Thread.objects.select_for_update().filter(pk__in=thread_ids).order_by("pk").values_list("pk"))
+    fresh_ids = list(hit.filter(status=ThreadEvent.Status.RECORDED).values_list("pk", flat=True))
+    count = blank_events(ThreadEvent.objects.filter(pk__in=fresh_ids))
+    tombstone_events(tenant_id=target.tenant_id, subject_external_id=target.subject_external_id,
+                     event_ids=fresh_ids)
+    blanked = ThreadEvent.objects.filter(pk__in=hit.values("pk"))
+    mark_stale(_summaries_over_deleted(blanked), reason=REASON, blank=True)
+    if count:
+        audit(actor="system", action="thread_event.purge", object_type="subject", object_id=str(target.subject_id),
+              tenant_id=target.tenant_id, subject_id=target.subject_id, data={"events": fresh_ids})
+    return count
+
+
+@purge_surface("summaries", order=21)
+@transaction.atomic
+def purge_summaries(target: DeletionTarget) -> int:
+    summaries = _scoped(Summary, target)
+    if target.whole_subject:
+        deleted, _ = summaries.delete()
+        return deleted
+    showing = summaries.filter(_shows_marker(target, "text"))
+    return len(mark_stale(showing, reason=REASON, blank=True))
+
+
+def _scrub(value: Any, needles: list[str]) -> tuple[Any, bool]:
+    """``value`` with every string that shows a needle blanked; and whether anything changed."""
+    if isinstance(value, str):
+        hit = any(n in value.casefold() for n in needles)
+        return ("" if hit else value), hit
+    if isinstance(value, dict):
+        out, changed = {}, False
+        for key, item in value.items():
+            out[key], c = _scrub(item, needles)
+            changed |= c
+        return out, changed
+    if isinstance(value, list):
+        pairs = [_scrub(item, needles) for item in value]
+        return [p[0] for p in pairs], any(p[1] for p in pairs)
+    return value, False
+
+
+def _needles(target: DeletionTarget) -> list[str]:
+    return [n.casefold() for n in [*target.memory_ids, *_markers(target)] if n]
+
+
+CHECKPOINT_FIELDS = ("current_step", "completed_steps", "pending_approval", "tool_call_id", "idempotency_key",
+                     "artifacts", "last_verified_outcome")
+TOOL_CALL_FIELDS = ("arguments", "outcome")
+
+
+@purge_surface("checkpoints", order=22)
+@transaction.atomic
+def purge_checkpoints(target: DeletionTarget) -> int:
+    if target.whole_subject:
+        deleted, _ = _scoped(Checkpoint, target).delete()
+        calls, _ = _scoped(ToolCall, target).delete()
+        return deleted + calls
+    needles = _needles(target)
+    if not needles:
+        return 0
+    touched = 0
+    for checkpoint in _scoped(Checkpoint, target).select_for_update().order_by("pk"):
+        changed = False
+        for name in CHECKPOINT_FIELDS:
+            value, c = _scrub(getattr(checkpoint, name), needles)
+            if c:
+                setattr(checkpoint, name, value)
+                changed = True
+        if changed:
+            checkpoint.version += 1  # a writer holding the old ETag must re-read
+            checkpoint.save()
+            touched += 1
+    for call in _scoped(ToolCall, target).select_for_update().order_by("pk"):
+        changed = False
+        for name in TOOL_CALL_FIELDS:
+            value, c = _scrub(getattr(call, name), needles)
+            if c:
+                setattr(call, name, value)
+                changed = True
+        if changed:
+            call.save()
+            touched += 1
+    return touched
+
+
+@read_check("thread_events")
+def check_thread_events(target: DeletionTarget) -> list[str]:
+    if target.whole_subject:
+        return [f"thread {pk}" for pk in _scoped(Thread, target).values_list("pk", flat=True)]
+    return [f"thread event {pk}" for pk in
+            _hit_events(target).filter(status=ThreadEvent.Status.RECORDED).values_list("pk", flat=True)]
+
+
+@read_check("summaries")
+def check_summaries(target: DeletionTarget) -> list[str]:
+    summaries = _scoped(Summary, target)
+    if target.whole_subject:
+        return [f"summary {pk}" for pk in summaries.values_list("pk", flat=True)]
+    deleted = ThreadEvent.objects.filter(pk__in=_hit_events(target).values("pk"))
+    over = _summaries_over_deleted(deleted).exclude(text="", status=Summary.Status.STALE)
+    return [f"summary {pk}" for pk in
+            (summaries.filter(_shows_marker(target, "text")) | over).distinct().values_list("pk", flat=True)]
+
+
+@read_check("checkpoints")
+def check_checkpoints(target: DeletionTarget) -> list[str]:
+    if target.whole_subject:
+        return ([f"checkpoint {w}" for w in _scoped(Checkpoint, target).values_list("workflow_id", flat=True)]
+                + [f"tool call {k}" for k in _scoped(ToolCall, target).values_list("idempotency_key", flat=True)])
+    needles = _needles(target)
+    found = []
+    for checkpoint in _scoped(Checkpoint, target):
+        if any(_scrub(getattr(checkpoint, n), needles)[1] for n in CHECKPOINT_FIELDS):
+            found.append(f"checkpoint {checkpoint.workflow_id}")
+    for call in _scoped(ToolCall, target):
+        if any(_scrub(getattr(call, n), needles)[1] for n in TOOL_CALL_FIELDS):
+            found.append(f"tool call {call.workflow_id}/{call.idempotency_key}")
+    return found

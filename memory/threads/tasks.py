@@ -1,0 +1,9 @@
+"""django-q2 entry points of the threads area: ids in, one service call, safe to run twice."""
+
+from __future__ import annotations
+
+
+def regenerate_summary(summary_id: str) -> str | None:
+    from memory.threads.services.summaries import summary_regenerate
+
+    return summary_regenerate(summary_id=summary_id)
