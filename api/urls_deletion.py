@@ -1,3 +1,12 @@
-"""/api/v1/ routes of the deletion area."""
+"""/api/v1/ routes of the deletion area (DELETE /memories/{id} is on the memories detail route)."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from api.views import deletion
+
+urlpatterns = [
+    path("subject", deletion.SubjectEraseApi.as_view(), name="subject"),
+    path("deletions/<str:deletion_id>", deletion.DeletionDetailApi.as_view(), name="deletion-detail"),
+    path("memories/<str:memory_id>/correct", deletion.MemoryCorrectApi.as_view(), name="memory-correct"),
+    path("export", deletion.ExportApi.as_view(), name="export"),
+]

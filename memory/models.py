@@ -174,9 +174,20 @@ class RecordStatus(models.TextChoices):
 
 
 class MemoryRecordQuerySet(models.QuerySet["MemoryRecord"]):
-    def for_scope(self, scope: Scope) -> MemoryRecordQuerySet:
-        """The only way into memory rows: tenant, subject and namespace predicates in SQL."""
-        qs = self.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id)
+    def for_scope(self, scope: Scope, *, cross_boundaries: bool = False) -> MemoryRecordQuerySet:
+        """The only way into memory rows: tenant, subject, namespace and class-reader predicates in SQL.
+
+        The class's "allowed readers" is a SQL predicate too (``scope.reader_role`` must be listed),
+        so no Python filter after the query decides who reads what. "May cross boundaries" is an
+        opt-in for reads that want shared rows: with ``cross_boundaries=True`` the records of an
+        org subject in a class that may cross boundaries are visible to every subject of the tenant.
+        Writes never opt in, so precedence only ever locks and supersedes the subject's own rows.
+        """
+        own = Q(subject_id=scope.subject_id)
+        if cross_boundaries:
+            own |= Q(memory_class__may_cross_boundaries=True, subject__kind=Subject.Kind.ORG)
+        qs = self.filter(own, tenant_id=scope.tenant_id,
+                         memory_class__allowed_readers__contains=[scope.reader_role])
         if scope.namespaces is not None:
             qs = qs.filter(under_any_q(scope.namespaces))
         return qs

@@ -145,6 +145,13 @@ class MemoryDetailApi(APIView):
     def get(self, request: Request, memory_id: str) -> Response:
         return Response(record_payload(memory_get(scope=scope_of(request), memory_id=memory_id)))
 
+    def delete(self, request: Request, memory_id: str) -> Response:
+        # 202 {"deletion_id", "status", "status_url"}; the deletion area runs the job (api/views/deletion.py).
+        from api.views.deletion import accepted
+        from memory.deletion.services import memory_delete
+
+        return accepted(memory_delete(scope=scope_of(request), memory_id=memory_id))
+
 
 class MemoryHistoryApi(APIView):
     def get(self, request: Request, memory_id: str) -> Response:

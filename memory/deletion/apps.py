@@ -5,3 +5,7 @@ class DeletionConfig(AppConfig):
     name = "memory.deletion"
     label = "deletion"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Registers the long-term memory's purge surfaces and read checks (memory/deletion/registry.py).
+        from memory.deletion import core_surfaces  # noqa: F401

@@ -1,0 +1,232 @@
+"""The long-term memory's own purge surfaces and read checks (other areas register theirs).
+
+Order: candidates (10), embeddings (20), full-text vectors (25) -- other areas default to 50 --
+audit rows (70), source events (80), the records (85), caches (90), the subject row (95, erasure
+only) and the tombstone (99, last). Content-bearing rows go late so a crash midway leaves them
+findable by the retry; every purge is a bulk query and idempotent.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.cache import cache
+from django.db.models import Q
+
+from memory.deletion.registry import DeletionTarget, purge_surface, read_check
+from memory.models import AuditEntry, Candidate, Event, MemoryRecord, RecordStatus, Subject, Tombstone
+from memory.tombstones import subject_hash
+
+
+def _records(target: DeletionTarget) -> Any:
+    qs = MemoryRecord.objects.filter(tenant_id=target.tenant_id, subject_id=target.subject_id)
+    return qs if target.whole_subject else qs.filter(pk__in=target.memory_ids)
+
+
+def _contains_marker(value: Any, markers: tuple[str, ...]) -> bool:
+    text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+    return any(m in text for m in markers)
+
+
+@purge_surface("candidates", order=10)
+def purge_candidates(target: DeletionTarget) -> int:
+    """Candidates that produced, compete with, or repeat the records, with their evidence copies."""
+    qs = Candidate.objects.filter(tenant_id=target.tenant_id, subject_id=target.subject_id)
+    if not target.whole_subject:
+        records = list(_records(target).values("pk", "namespace", "field", "content_hash"))
+        match = (Q(result_record_id__in=target.memory_ids) | Q(conflict_record_id__in=target.memory_ids)
+                 | Q(source_event_id__in=target.event_ids))
+        for r in records:
+            if r["content_hash"]:
+                match |= Q(namespace=r["namespace"], field=r["field"], content_hash=r["content_hash"])
+        qs = qs.filter(match)
+    # Other candidates' evidence may quote the deleted words (a merge copies evidence): blank those.
+    touched = 0
+    for c in Candidate.objects.filter(tenant_id=target.tenant_id, subject_id=target.subject_id).exclude(
+            pk__in=qs.values("pk")).only("pk", "evidence"):
+        kept = [e for e in c.evidence if not _contains_marker(e, target.markers)]
+        if len(kept) != len(c.evidence):
+            Candidate.objects.filter(pk=c.pk).update(evidence=kept)
+            touched += 1
+    return qs.delete()[0] + touched
+
+
+@purge_surface("embedding", order=20)
+def purge_embeddings(target: DeletionTarget) -> int:
+    return _records(target).exclude(embedding=None).update(embedding=None)
+
+
+@purge_surface("text_index", order=25)
+def purge_text_index(target: DeletionTarget) -> int:
+    return _records(target).exclude(search_vector=None).update(search_vector=None)
+
+
+@purge_surface("audit", order=70)
+def purge_audit(target: DeletionTarget) -> int:
+    """Audit rows keep ids and decisions; any value that quotes deleted content goes."""
+    if not target.markers:
+        return 0
+    touched = 0
+    rows = AuditEntry.objects.filter(tenant_id=target.tenant_id).filter(
+        Q(subject_id=target.subject_id) | Q(object_id__in=target.memory_ids)).only("pk", "data")
+    for row in rows:
+        if isinstance(row.data, dict) and _contains_marker(row.data, target.markers):
+            clean = {k: v for k, v in row.data.items() if not _contains_marker(v, target.markers)}
+            AuditEntry.objects.filter(pk=row.pk).update(data={**clean, "redacted": True})
+            touched += 1
+    return touched
+
+
+@purge_surface("events", order=80)
+def purge_events(target: DeletionTarget) -> int:
+    """The source events (memory.Event) of the records: the words the user said go with the record."""
+    qs = Event.objects.filter(tenant_id=target.tenant_id, subject_id=target.subject_id)
+    if not target.whole_subject:
+        qs = qs.filter(pk__in=target.event_ids)
+    return qs.delete()[0]
+
+
+@purge_surface("records", order=85)
+def purge_records(target: DeletionTarget) -> int:
+    """A deleted record keeps its id, key and status and no content (contract: deleted rows keep no
+    content). An erasure removes the rows outright."""
+    if target.whole_subject:
+        return _records(target).delete()[0]
+    return _records(target).update(status=RecordStatus.DELETED, status_reason="deleted", fact={}, text="",
+                                   content_hash="", source_ref=None, embedding=None, search_vector=None)
+
+
+@purge_surface("caches", order=90)
+def purge_caches(target: DeletionTarget) -> int:
+    """The shared cache may hold result pages or packets of this subject: clear it (it is a cache;
+    every node shares the backend, so this reaches every node). The per-process query-embedding LRU
+    of this worker is cleared too; it holds query text, never stored content."""
+    from memory.embedder import get_embedder
+
+    cache.clear()
+    get_embedder().clear_query_cache()
+    return 1
+
+
+@purge_surface("subject", order=95)
+def purge_subject(target: DeletionTarget) -> int:
+    """Erasure only: the Subject row itself goes (cascading whatever rows other areas left)."""
+    if not target.whole_subject:
+        return 0
+    return Subject.objects.filter(pk=target.subject_id, tenant_id=target.tenant_id).delete()[0]
+
+
+@purge_surface("tombstone", order=99)
+def ensure_tombstones(target: DeletionTarget) -> int:
+    """The tombstones were written when the job was planned; this step proves they are there."""
+    if not target.memory_ids:
+        return 0
+    from memory.deletion.models import DeletionJob
+
+    count = Tombstone.objects.filter(tenant_id=target.tenant_id, memory_id__in=target.memory_ids).count()
+    if count < len(set(target.memory_ids)):
+        # Re-plant from the job plan (keyed hashes only) if someone removed them.
+        job = DeletionJob.objects.filter(tenant_id=target.tenant_id,
+                                         plan__memory_ids__contains=list(target.memory_ids[:1])).first()
+        if job is None:
+            raise RuntimeError("tombstones missing and no plan to rebuild them from")
+        from memory.deletion.services import _write_tombstones
+
+        _write_tombstones(tenant_id=target.tenant_id, subject_hash_value=job.subject_hash,
+                          items=job.plan.get("tombstones", []))
+    return count
+
+
+# --- read checks: the read surfaces as the owning principal ------------------------------------------
+
+
+def _scope(target: DeletionTarget) -> Any:
+    from memory.deletion.services import owner_scope
+
+    return owner_scope(tenant_id=target.tenant_id, subject_id=target.subject_id,
+                       subject_external_id=target.subject_external_id)
+
+
+def _payload_hits(payloads: list[dict[str, Any]], markers: tuple[str, ...]) -> list[str]:
+    return [str(p.get("memory_id", "?")) for p in payloads if _contains_marker(
+        {k: p.get(k) for k in ("fact", "text", "provenance")}, markers)]
+
+
+@read_check("memory.detail")
+def check_detail(target: DeletionTarget) -> list[str]:
+    from api.serializers import record_payload
+    from memory.selectors import memory_list
+
+    records = memory_list(scope=_scope(target)).filter(pk__in=target.memory_ids)
+    hits = [r.pk for r in records if r.status != RecordStatus.DELETED]
+    hits += _payload_hits([dict(record_payload(r)) for r in records], target.markers)
+    return sorted(set(hits))
+
+
+@read_check("memory.list")
+def check_list(target: DeletionTarget) -> list[str]:
+    from api.serializers import record_payload
+    from memory.selectors import memory_list
+
+    return _payload_hits([dict(record_payload(r)) for r in memory_list(scope=_scope(target))], target.markers)
+
+
+@read_check("memory.history")
+def check_history(target: DeletionTarget) -> list[str]:
+    from api.serializers import record_payload
+    from memory.errors import NotFound
+    from memory.selectors import memory_history
+
+    hits: list[str] = []
+    for memory_id in target.memory_ids:
+        try:
+            chain = memory_history(scope=_scope(target), memory_id=memory_id)
+        except NotFound:
+            continue
+        hits += _payload_hits([dict(record_payload(r)) for r in chain], target.markers)
+    return hits
+
+
+@read_check("export")
+def check_export(target: DeletionTarget) -> list[str]:
+    from memory.deletion.export import subject_export
+
+    body = subject_export(scope=_scope(target))
+    return [section for section, rows in body.items()
+            if isinstance(rows, list) and rows and _contains_marker(rows, target.markers)]
+
+
+@read_check("facts")
+def check_facts(target: DeletionTarget) -> list[str]:
+    """The exact-fact read (GET /facts) of each deleted record's key must not serve the content."""
+    try:
+        from memory.retrieval.selectors import fact_get
+    except ImportError:
+        return []
+    from api.serializers import record_payload
+    from memory.errors import EngramError
+
+    hits: list[str] = []
+    keys = set(MemoryRecord.objects.filter(pk__in=target.memory_ids).values_list("namespace", "field"))
+    for namespace, field in keys:
+        try:
+            record = fact_get(scope=_scope(target), namespace=namespace, field=field)
+        except EngramError:
+            continue
+        hits += _payload_hits([dict(record_payload(record))], target.markers)
+    return hits
+
+
+@read_check("tombstone")
+def check_tombstone(target: DeletionTarget) -> list[str]:
+    """Tombstones exist for every deleted record and hold no plaintext."""
+    rows = list(Tombstone.objects.filter(tenant_id=target.tenant_id, memory_id__in=target.memory_ids)
+                .values("memory_id", "content_hash", "event_hashes", "namespace", "field"))
+    missing = set(target.memory_ids) - {r["memory_id"] for r in rows}
+    leaks = [r["memory_id"] for r in rows if _contains_marker([r["content_hash"], r["event_hashes"]], target.markers)]
+    return [f"missing {m}" for m in sorted(missing)] + leaks
+
+
+def subject_hash_of(target: DeletionTarget) -> str:
+    return subject_hash(target.tenant_id, target.subject_external_id)

@@ -1,0 +1,88 @@
+"""GET /api/v1/export and /me/export: everything held about the scope's subject, as JSON.
+
+Records come through the scoped query with their provenance (source event) and history links,
+unsealed. Every other table that holds rows about a subject (threads, events, summaries,
+checkpoints, retrieval logs, and whatever later areas add) is found generically: any model with a
+``subject`` foreign key to memory.Subject, filtered by tenant and subject in SQL. Derived columns
+(embeddings, full-text vectors) are left out: they are recomputed from the content exported here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.apps import apps
+from django.contrib.postgres.search import SearchVectorField
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import models
+from django.utils import timezone
+from pgvector.django import VectorField
+
+from api.serializers import record_payload
+from memory.content import unseal_parts
+from memory.models import AuditEntry, Candidate, Event, MemoryRecord, Subject
+from memory.scope import Scope
+
+# Friendly section names for the areas' tables; any other subject table appears as "<app>.<model>".
+SECTION_NAMES = {
+    "threads.thread": "threads", "threads.threadevent": "thread_events", "threads.summary": "summaries",
+    "threads.checkpoint": "checkpoints", "threads.toolcall": "tool_calls", "retrieval.retrievallog": "retrieval_logs",
+}
+HANDLED = {MemoryRecord, Candidate, Event, AuditEntry}
+DERIVED = (VectorField, SearchVectorField)
+
+
+def _subject_models() -> list[type[models.Model]]:
+    found = []
+    for model in apps.get_models():
+        if model in HANDLED or model._meta.app_label in {"deletion"}:
+            continue
+        for f in model._meta.concrete_fields:
+            if isinstance(f, models.ForeignKey) and f.related_model is Subject and f.name == "subject":
+                found.append(model)
+                break
+    return sorted(found, key=lambda m: m._meta.label_lower)
+
+
+def _rows(model: type[models.Model], scope: Scope) -> list[dict[str, Any]]:
+    fields = [f.attname for f in model._meta.concrete_fields if not isinstance(f, DERIVED)]
+    qs = model._default_manager.filter(subject_id=scope.subject_id)  # type: ignore[attr-defined]
+    if any(f.name == "tenant" for f in model._meta.concrete_fields):
+        qs = qs.filter(tenant_id=scope.tenant_id)
+    return list(qs.order_by("pk").values(*fields))
+
+
+def subject_export(*, scope: Scope) -> dict[str, Any]:
+    records = (MemoryRecord.objects.for_scope(scope).select_related("memory_class", "source_event", "subject")
+               .order_by("created_at", "pk"))
+    out_records = []
+    for r in records:
+        payload: dict[str, Any] = dict(record_payload(r))
+        if r.source_event is not None:
+            payload["provenance"] = {"event_id": r.source_event.external_id, "source_type": r.source_event.source_type,
+                                     "text": unseal_parts({}, r.source_event.text)[1],
+                                     "occurred_at": r.source_event.occurred_at,
+                                     "recorded_at": r.source_event.created_at}
+        out_records.append(payload)
+    candidates = [
+        {"candidate_id": c.id, "namespace": c.namespace.split("/"), "kind": c.kind, "fact": c.fact, "text": c.text,
+         "status": c.status, "evidence": c.evidence, "model_confidence": c.model_confidence,
+         "created_at": c.created_at}
+        for c in Candidate.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id).order_by("created_at")
+    ]
+    events = list(Event.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id).order_by("created_at")
+                  .values("id", "external_id", "source_type", "text", "occurred_at", "created_at"))
+    body: dict[str, Any] = {
+        "subject_id": scope.subject_external_id, "exported_at": timezone.now(),
+        "records": out_records, "candidates": candidates, "events": events,
+    }
+    for model in _subject_models():
+        body[SECTION_NAMES.get(model._meta.label_lower, model._meta.label_lower)] = _rows(model, scope)
+    for name in ("threads", "summaries", "checkpoints", "retrieval_logs"):
+        body.setdefault(name, [])
+    return body
+
+
+def export_json(*, scope: Scope) -> str:
+    return json.dumps(subject_export(scope=scope), cls=DjangoJSONEncoder, ensure_ascii=False, indent=2)
