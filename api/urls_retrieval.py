@@ -8,4 +8,5 @@ urlpatterns = [
     path("retrieve", retrieval.RetrieveApi.as_view(), name="retrieve"),
     path("retrievals/<str:retrieval_id>", retrieval.RetrievalDetailApi.as_view(), name="retrieval-detail"),
     path("facts", retrieval.FactApi.as_view(), name="facts"),
+    path("memories/batch", retrieval.MemoryBatchApi.as_view(), name="memories-batch"),
 ]
