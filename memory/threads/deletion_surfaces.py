@@ -74,15 +74,15 @@ def purge_thread_events(target: DeletionTarget) -> int:
     if target.whole_subject:
         deleted, _ = _scoped(Thread, target).delete()  # cascades to events and summaries
         return deleted
-    hit = _hit_events(target)
-    thread_ids = sorted(set(hit.values_list("thread_id", flat=True)))
+    # Materialised before blanking: once blank, an event no longer shows the marker that found it.
+    hit = list(_hit_events(target).values_list("pk", "thread_id", "status"))
     # Same lock order as every thread writer (see services.common.lock_thread).
-    list(Thread.objects.select_for_update().filter(pk__in=thread_ids).order_by("pk").values_list("pk"))
-    fresh_ids = list(hit.filter(status=ThreadEvent.Status.RECORDED).values_list("pk", flat=True))
+    list(Thread.objects.select_for_update().filter(pk__in={t for _, t, _ in hit}).order_by("pk").values_list("pk"))
+    fresh_ids = [pk for pk, _, status in hit if status == ThreadEvent.Status.RECORDED]
     count = blank_events(ThreadEvent.objects.filter(pk__in=fresh_ids))
     tombstone_events(tenant_id=target.tenant_id, subject_external_id=target.subject_external_id,
                      event_ids=fresh_ids)
-    blanked = ThreadEvent.objects.filter(pk__in=hit.values("pk"))
+    blanked = ThreadEvent.objects.filter(pk__in=[pk for pk, _, _ in hit])
     mark_stale(_summaries_over_deleted(blanked), reason=REASON, blank=True)
     if count:
         audit(actor="system", action="thread_event.purge", object_type="subject", object_id=str(target.subject_id),
