@@ -112,10 +112,14 @@ def test_load_policy_refuses_a_bad_file_and_changes_nothing(tenant, tmp_path):
     assert MemoryClass.objects.filter(tenant=tenant).count() == before
 
 
-def test_seed_demo_is_idempotent():
-    run("seed_demo")
+def test_seed_demo_is_idempotent(tmp_path):
+    key_file = tmp_path / "key"
+    run("seed_demo", "--key-file", str(key_file))
+    key = key_file.read_text()
     counts = (Tenant.objects.count(), MemoryRecord.objects.count(), get_user_model().objects.count())
-    run("seed_demo")
+    run("seed_demo", "--key-file", str(key_file))
+
+    assert key_file.read_text() == key
 
     assert (Tenant.objects.count(), MemoryRecord.objects.count(), get_user_model().objects.count()) == counts
     assert MemoryRecord.objects.filter(subject__external_id="usr_alice", status="active").count() >= 4

@@ -6,10 +6,11 @@ var/demo-agent-key (keys are never stored in clear in the database).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 from memory.models import AgentKey, Tenant
 from memory.scope import ALL_PERMISSIONS, Scope
@@ -26,6 +27,10 @@ DEMO_MEMORIES = [
 
 class Command(BaseCommand):
     help = __doc__
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--key-file", default=str(settings.VAR_DIR / "demo-agent-key"),
+                            help="Where to write the demo agent key when it is (re)created")
 
     def handle(self, *args: Any, **options: Any) -> None:
         tenant = Tenant.objects.filter(slug="demo").first() or tenant_create(slug="demo", name="Demo Org", actor="seed")
@@ -47,7 +52,7 @@ class Command(BaseCommand):
             namespace="user/inferred", kind="preference", field="hotel_chain", value="small boutique hotels",
             text="Seems to prefer small boutique hotels", event_id="demo-evt-inferred", source_type="model_inferred",
             event_text="I loved that tiny hotel in Porto, much better than the big chains."))
-        key_file = settings.VAR_DIR / "demo-agent-key"
+        key_file = Path(options["key_file"])
         if not AgentKey.objects.filter(tenant=tenant, name="demo-agent").exists() or not key_file.exists():
             AgentKey.objects.filter(tenant=tenant, name="demo-agent").delete()
             _, raw = agent_key_create(tenant=tenant, name="demo-agent",

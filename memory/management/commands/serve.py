@@ -26,14 +26,22 @@ class Command(BaseCommand):
                "--workers", str(options["workers"]), "--threads", "4", "--timeout", "120",
                "--access-logfile", "-"]
         worker = [sys.executable, "manage.py", "qcluster"]
-        processes = [subprocess.Popen(web), subprocess.Popen(worker)]
+        # Each child leads its own process group: a terminal's Ctrl-C reaches only this command, which
+        # then stops each group exactly once (a second signal mid-shutdown leaves qcluster's children behind).
+        processes = [subprocess.Popen(web, start_new_session=True), subprocess.Popen(worker, start_new_session=True)]
         self.stdout.write(f"Engram on http://{bind}/ (UI) and http://{bind}/api/v1/ (API), worker running. "
                           "Ctrl-C stops both.")
 
+        stopping = False
+
         def stop(*_: Any) -> None:
+            nonlocal stopping
+            if stopping:
+                return
+            stopping = True
             for process in processes:
                 if process.poll() is None:
-                    process.send_signal(signal.SIGTERM)
+                    os.killpg(process.pid, signal.SIGTERM)
 
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
@@ -47,4 +55,5 @@ class Command(BaseCommand):
                 try:
                     process.wait(timeout=15)
                 except subprocess.TimeoutExpired:
-                    process.kill()
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait()

@@ -1,0 +1,57 @@
+"""`manage.py serve` (what `make run` starts): UI + API and a worker together; one Ctrl-C stops both."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+from django.db import connection
+
+from tests.conftest import wait_for
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def health(port: int) -> dict | None:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health", timeout=2) as response:
+            return json.load(response)
+    except OSError:
+        return None
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_it_serves_the_api_with_a_live_worker_and_stops_everything_on_ctrl_c():
+    port = free_port()
+    env = {**os.environ, "ENGRAM_DB_NAME": connection.settings_dict["NAME"], "ENGRAM_Q_WORKERS": "1"}
+    process = subprocess.Popen([sys.executable, "manage.py", "serve", "--port", str(port), "--workers", "1"],
+                               cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        body = wait_for(lambda: (h := health(port)) and h["worker"] == "ok" and h, timeout=60)
+        assert body["database"] == "ok"
+        children = psutil.Process(process.pid).children(recursive=True)
+        assert any("gunicorn" in " ".join(c.cmdline()) for c in children)
+
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=40)
+
+        assert psutil.wait_procs(children, timeout=10)[1] == []  # no child left running
+        assert health(port) is None
+    finally:
+        if process.poll() is None:
+            process.kill()
