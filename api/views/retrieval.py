@@ -93,7 +93,7 @@ class MemoryBatchApi(APIView):
         raw = serializer.validated_data["items"]
         if len(raw) > MAX_BATCH:
             raise InvalidInput(f"A batch holds at most {MAX_BATCH} items; got {len(raw)}.", code="batch_too_large")
-        parsed = [_batch_item(item, scope) for item in raw]
+        parsed = [parse_batch_item(item, scope) for item in raw]
         valid = [(i, p) for i, p in enumerate(parsed) if isinstance(p, RecordInput)]
         written = memory_write_batch(scope=scope, items=[p for _, p in valid])
         results: list[dict[str, Any]] = [
@@ -104,7 +104,7 @@ class MemoryBatchApi(APIView):
         return Response({"results": results, **counts})
 
 
-def _batch_item(item: dict[str, Any], scope: Any) -> RecordInput | EngramError:
+def parse_batch_item(item: dict[str, Any], scope: Any) -> RecordInput | EngramError:
     """Validate one item with the single-write serializers: an outcome when it says so, else a statement."""
     given = item.get("source")
     source: dict[str, Any] = given if isinstance(given, dict) else {}

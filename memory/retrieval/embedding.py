@@ -26,14 +26,15 @@ def pending_ids(*, tenant_id: int | None = None) -> list[str]:
     return list(qs.order_by("pk").values_list("pk", flat=True))
 
 
-def write_embeddings(pairs: list[tuple[str, list[float]]]) -> int:
-    """One UPDATE for many rows; only rows still without an embedding (idempotent under retries)."""
+def write_embeddings(pairs: list[tuple[str, list[float]]], *, only_missing: bool = True) -> int:
+    """One UPDATE for many rows; by default only rows still without one (idempotent under retries)."""
     if not pairs:
         return 0
+    missing = " AND r.embedding IS NULL" if only_missing else ""
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE memory_memoryrecord AS r SET embedding = v.e::vector "
-            "FROM unnest(%s::text[], %s::text[]) AS v(id, e) WHERE r.id = v.id AND r.embedding IS NULL",
+            "FROM unnest(%s::text[], %s::text[]) AS v(id, e) WHERE r.id = v.id AND r.status <> 'deleted'" + missing,
             [[p[0] for p in pairs], [_literal(p[1]) for p in pairs]],
         )
         return cursor.rowcount
@@ -43,19 +44,20 @@ def _literal(vector: list[float]) -> str:
     return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
 
 
-def embed_record_ids(record_ids: list[str], *, batch_size: int = BATCH_SIZE,
+def embed_record_ids(record_ids: list[str], *, batch_size: int = BATCH_SIZE, only_missing: bool = True,
                      progress: Callable[[int], None] | None = None) -> int:
-    """Embed the given records that still need it; returns how many rows got an embedding."""
+    """Embed the given records that need it (all of them with only_missing=False); returns rows written."""
     embedder = get_embedder()
     done = 0
     for start in range(0, len(record_ids), batch_size):
         chunk = record_ids[start:start + batch_size]
-        rows = list(MemoryRecord.objects.filter(pk__in=chunk, embedding__isnull=True, memory_class__embed=True)
-                    .exclude(status="deleted").select_related("memory_class")
-                    .only("pk", "fact", "text", "memory_class"))
+        qs = MemoryRecord.objects.filter(pk__in=chunk, memory_class__embed=True).exclude(status="deleted")
+        if only_missing:
+            qs = qs.filter(embedding__isnull=True)
+        rows = list(qs.select_related("memory_class").only("pk", "fact", "text", "memory_class"))
         texts = [unseal(r)[1] for r in rows]
         vectors = embedder.embed(texts, batch_size=64)
-        done += write_embeddings([(r.pk, v) for r, v in zip(rows, vectors, strict=True)])
+        done += write_embeddings([(r.pk, v) for r, v in zip(rows, vectors, strict=True)], only_missing=only_missing)
         if progress:
             progress(len(chunk))
     return done
