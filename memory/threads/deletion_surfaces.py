@@ -63,7 +63,8 @@ def _summaries_over_deleted(events: QuerySet[ThreadEvent]) -> QuerySet[Summary]:
     # but was built without it, and must not be re-staled by a retried step.
     over = Q(pk__in=[])
     for thread_id, seq, event_id, deleted_at in events.values_list("thread_id", "seq", "pk", "deleted_at"):
-        over |= Q(thread_id=thread_id, from_seq__lte=seq, to_seq__gte=seq, created_at__lte=deleted_at)
+        made_before = Q(created_at__lte=deleted_at) if deleted_at else Q()
+        over |= Q(thread_id=thread_id, from_seq__lte=seq, to_seq__gte=seq) & made_before
         over |= Q(thread_id=thread_id, referenced_event_ids__contains=[event_id])
     return Summary.objects.filter(over)
 

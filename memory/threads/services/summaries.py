@@ -8,7 +8,7 @@ from typing import Any
 
 from django.contrib.postgres.search import SearchVector
 from django.db import transaction
-from django.db.models import Q, QuerySet
+from django.db.models import Max, Q, QuerySet
 from django.utils import timezone
 from django_q.tasks import async_task
 
@@ -152,10 +152,16 @@ def summary_regenerate(*, summary_id: str) -> str | None:
     if (thread is None or summary is None or summary.status != Summary.Status.STALE
             or summary.origin != Summary.Origin.SERVER or summary.replaced_by_id):
         return None
+    # A correction appended after the range must reach the regenerated text, so the new range
+    # extends to the last event correcting one inside it.
+    corrections = (ThreadEvent.objects.filter(thread=thread, status=ThreadEvent.Status.RECORDED,
+                                              corrects__seq__gte=summary.from_seq, corrects__seq__lte=summary.to_seq)
+                   .aggregate(last=Max("seq"))["last"])
+    to_seq = max(summary.to_seq, corrections or 0)
     summarizer = get_summarizer()
-    draft = _summarize(thread, summary.from_seq, summary.to_seq, summarizer)
+    draft = _summarize(thread, summary.from_seq, to_seq, summarizer)
     new = _create(thread=thread, origin=Summary.Origin.SERVER, draft=draft, from_seq=summary.from_seq,
-                  to_seq=summary.to_seq, name=summarizer.name, version=summarizer.version, actor="system",
+                  to_seq=to_seq, name=summarizer.name, version=summarizer.version, actor="system",
                   regenerates=summary)
     Summary.objects.filter(pk=summary.pk).update(replaced_by=new)
     audit(actor="system", action="summary.regenerate", object_type="summary", object_id=new.pk,
