@@ -1,0 +1,108 @@
+"""Privacy classes end to end: encryption at rest, no embedding, allowed readers and boundaries in SQL."""
+
+from __future__ import annotations
+
+import pytest
+from cryptography.fernet import Fernet
+from django.db import connection
+
+from memory.content import TEXT_PREFIX, fernet, rotate_parts, unseal_parts
+from memory.models import MemoryClass, MemoryRecord, Subject
+from memory.retrieval.embedding import embed_record_ids
+from memory.scope import Scope
+from memory.services.identity import subject_get_or_create
+from tests.conftest import memory_body
+
+pytestmark = pytest.mark.django_db
+
+SECRET_WORDS = "peanutallergyzq"
+
+
+@pytest.fixture
+def vault(tenant):
+    return MemoryClass.objects.create(
+        tenant=tenant, name="medical", namespace_prefix="user/medical", allowed_readers=["owner", "agent"],
+        model_permission="write", sensitivity="sensitive", encryption_required=True, embed=False)
+
+
+def _write_sealed(agent) -> str:
+    response = agent.post("/api/v1/memories", memory_body(
+        namespace=["user", "medical"], kind="health", fact={"field": "allergy", "value": SECRET_WORDS},
+        text=f"Allergic: {SECRET_WORDS}", source={"type": "explicit_user_statement", "event_id": "evt_med"}))
+    assert response.status_code == 201, response.json()
+    assert response.json()["fact"] == {"field": "allergy", "value": SECRET_WORDS}  # the API shows plaintext
+    return response.json()["memory_id"]
+
+
+def test_an_encrypted_class_is_not_readable_as_plaintext_in_the_record_table(agent, vault):
+    memory_id = _write_sealed(agent)
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT fact::text, text, search_vector::text FROM memory_memoryrecord WHERE id = %s",
+                       [memory_id])
+        fact, text, search_vector = cursor.fetchone()
+    assert SECRET_WORDS not in fact and SECRET_WORDS not in text
+    assert '"sealed"' in fact and text.startswith(TEXT_PREFIX)
+    assert search_vector is None  # a full-text vector would be plaintext beside the ciphertext
+    assert agent.get(f"/api/v1/memories/{memory_id}").json()["text"] == f"Allergic: {SECRET_WORDS}"
+
+
+def test_an_encrypted_class_that_says_so_is_not_embedded(agent, vault):
+    memory_id = _write_sealed(agent)
+
+    embed_record_ids([memory_id])
+
+    assert MemoryRecord.objects.get(pk=memory_id).embedding is None
+
+
+def test_keys_rotate_newest_first_and_old_tokens_still_open(agent, vault, settings):
+    old_key = Fernet.generate_key().decode()
+    settings.ENGRAM_FERNET_KEYS = [old_key]
+    memory_id = _write_sealed(agent)
+    stored = MemoryRecord.objects.get(pk=memory_id)
+
+    new_key = Fernet.generate_key().decode()
+    settings.ENGRAM_FERNET_KEYS = [new_key, old_key]
+    assert unseal_parts(stored.fact, stored.text)[1] == f"Allergic: {SECRET_WORDS}"
+    fact, text = rotate_parts(stored.fact, stored.text)
+
+    settings.ENGRAM_FERNET_KEYS = [new_key]  # the old key retired
+    assert unseal_parts(fact, text) == ({"field": "allergy", "value": SECRET_WORDS}, f"Allergic: {SECRET_WORDS}")
+    assert unseal_parts(stored.fact, stored.text)[1] == "[encrypted: key unavailable]"
+    assert fernet() is not None
+
+
+def test_allowed_readers_is_a_sql_predicate(agent, tenant):
+    MemoryClass.objects.create(tenant=tenant, name="private_notes", namespace_prefix="user/private",
+                               allowed_readers=["owner"], model_permission="write")
+    memory_id = agent.post("/api/v1/memories", memory_body(
+        namespace=["user", "private"], kind="note", fact={"field": "note", "value": "only me"},
+        source={"type": "explicit_user_statement", "event_id": "evt_p"})).json()["memory_id"]
+    owner = Scope(tenant_id=tenant.pk, subject_id=agent.subject.pk, subject_external_id="usr_owner",
+                  permissions=frozenset({"read"}), namespaces=None, actor="user:1", reader_role="owner")
+    as_agent = Scope(**{**owner.__dict__, "reader_role": "agent"})
+
+    assert agent.get(f"/api/v1/memories/{memory_id}").status_code == 404  # the agent is not a reader
+    assert memory_id not in [r["memory_id"] for r in agent.get("/api/v1/memories").json()["results"]]
+    assert MemoryRecord.objects.for_scope(owner).filter(pk=memory_id).exists()
+    sql = str(MemoryRecord.objects.for_scope(as_agent).query)
+    assert "allowed_readers" in sql and "@>" in sql
+
+
+def test_crossing_boundaries_is_opt_in_and_only_for_classes_that_may(agent, tenant, make_agent):
+    org_agent = make_agent(tenant, "org_acme")
+    org_subject = subject_get_or_create(tenant=tenant, external_id="org_acme")
+    Subject.objects.filter(pk=org_subject.pk).update(kind="org")  # the token minted it as a user subject
+    shared = org_agent.post("/api/v1/memories", memory_body(
+        namespace=["org"], kind="policy", fact={"field": "travel_class", "value": "economy"},
+        source={"type": "explicit_user_statement", "event_id": "evt_org"})).json()["memory_id"]
+    private = org_agent.post("/api/v1/memories", memory_body(
+        namespace=["project"], kind="fact", fact={"field": "budget", "value": "10k"},
+        source={"type": "explicit_user_statement", "event_id": "evt_prj"})).json()["memory_id"]
+    assert MemoryRecord.objects.get(pk=shared).subject_id == org_subject.pk
+    user = Scope(tenant_id=tenant.pk, subject_id=agent.subject.pk, subject_external_id="usr_owner",
+                 permissions=frozenset({"read"}), namespaces=None, actor="agent_key:1")
+
+    assert not MemoryRecord.objects.for_scope(user).filter(pk__in=[shared, private]).exists()
+    crossing = MemoryRecord.objects.for_scope(user, cross_boundaries=True)
+    assert list(crossing.filter(pk__in=[shared, private]).values_list("pk", flat=True)) == [shared]
