@@ -17,11 +17,11 @@ from memory.scope import Scope
 DEFAULT_LOG_RETENTION = dt.timedelta(days=getattr(settings, "ENGRAM_RETRIEVAL_LOG_DAYS", 30))
 
 
-@transaction.atomic
 def retrieval_log_record(*, scope: Scope, query: str, request: dict[str, Any], candidates: list[dict[str, Any]],
                          budget: dict[str, int], dropped: dict[str, int], timings: dict[str, float],
                          retention: dt.timedelta | None) -> RetrievalLog:
-    # No audit row: a read changes no state, and the log itself is the record of the read.
+    # No audit row: a read changes no state, and the log itself is the record of the read. One
+    # INSERT is atomic on its own; no transaction (or savepoint) is needed around it.
     keep = min(retention, DEFAULT_LOG_RETENTION) if retention else DEFAULT_LOG_RETENTION
     return RetrievalLog.objects.create(
         tenant_id=scope.tenant_id, subject_id=scope.subject_id, actor=scope.actor, agent_key_id=scope.agent_key_id,

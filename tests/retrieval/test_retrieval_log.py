@@ -1,0 +1,80 @@
+"""GET /api/v1/retrievals/{id}: the log of one retrieve call, for the same principal only; deletion purges it."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.deletion.registry import DeletionTarget, read_checks, surfaces
+from memory.retrieval.models import RetrievalLog
+from tests.retrieval.conftest import retrieve
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def logged(agent, remember):
+    memory_id = remember(agent, "Prefers aisle seats", field="seat_preference", value="aisle")
+    remember(agent, "Lives in Lisbon", field="home_city", value="Lisbon")
+    return memory_id, retrieve(agent, "aisle seats")["retrieval_id"]
+
+
+def test_it_returns_the_log_to_the_same_principal(agent, logged):
+    memory_id, retrieval_id = logged
+
+    body = agent.get(f"/api/v1/retrievals/{retrieval_id}").json()
+
+    assert body["retrieval_id"] == retrieval_id
+    assert body["request"]["budget_tokens"] == 400 and body["request"]["include"] == ["memory"]
+    assert any(c["memory_id"] == memory_id and c["selected"] for c in body["candidates"])
+    assert body["expires_at"] > body["created_at"]
+
+
+def test_it_is_404_for_another_subject_another_tenant_or_an_unknown_id(agent, outsider, foreign_agent, logged):
+    _, retrieval_id = logged
+
+    for other in (outsider, foreign_agent):
+        response = other.get(f"/api/v1/retrievals/{retrieval_id}")
+        assert response.status_code == 404
+        assert response.json()["code"] == "not_found"
+    assert agent.get("/api/v1/retrievals/ret_nope").status_code == 404
+
+
+def test_it_requires_credentials(client, logged):
+    assert client.get(f"/api/v1/retrievals/{logged[1]}").status_code == 401
+
+
+def test_it_expires_with_the_shortest_retention_of_the_classes_it_mentions(agent, remember):
+    remember(agent, "Flew to Lisbon in May", namespace=["episodes"], kind="episode", field="trip", value="Lisbon")
+    log = RetrievalLog.objects.get(pk=retrieve(agent, "Lisbon trip")["retrieval_id"])
+
+    # episodes: 90-day TTL; the default log retention is 30 days, whichever is shorter wins.
+    assert (log.expires_at - log.created_at).days <= 30
+
+
+def test_deletion_purges_entries_quoting_a_deleted_record(agent, logged):
+    memory_id, retrieval_id = logged
+    target = DeletionTarget(tenant_id=agent.tenant.pk, subject_id=agent.subject.pk,
+                            subject_external_id="usr_owner", memory_ids=(memory_id,), markers=("Prefers aisle seats",))
+    check = read_checks()["retrieval_logs"]
+    assert check(target) == [f"retrieval log {retrieval_id}"]
+
+    purge = next(s for s in surfaces() if s.name == "retrieval_logs").purge
+    assert purge(target) == 1
+    assert purge(target) == 0  # idempotent
+
+    assert check(target) == []
+    log = RetrievalLog.objects.get(pk=retrieval_id)
+    assert all(c.get("memory_id") != memory_id for c in log.candidates)
+    assert any("Lisbon" in (c.get("text") or "") for c in log.candidates)
+
+
+def test_subject_erasure_deletes_the_subjects_logs_only(agent, outsider, logged, remember):
+    remember(outsider, "Prefers aisle seats", field="seat_preference", value="aisle")
+    retrieve(outsider, "aisle")
+    target = DeletionTarget(tenant_id=agent.tenant.pk, subject_id=agent.subject.pk,
+                            subject_external_id="usr_owner", whole_subject=True)
+
+    next(s for s in surfaces() if s.name == "retrieval_logs").purge(target)
+
+    assert not RetrievalLog.objects.filter(subject=agent.subject).exists()
+    assert RetrievalLog.objects.filter(subject=outsider.subject).count() == 1
