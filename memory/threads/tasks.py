@@ -7,3 +7,10 @@ def regenerate_summary(summary_id: str) -> str | None:
     from memory.threads.services.summaries import summary_regenerate
 
     return summary_regenerate(summary_id=summary_id)
+
+
+def purge_inactive_threads() -> dict[str, int]:
+    """The daily thread-state retention sweep (Schedule 'engram.purge_inactive_threads')."""
+    from memory.threads.services.retention import threads_purge_inactive
+
+    return vars(threads_purge_inactive())

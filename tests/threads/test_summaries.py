@@ -22,7 +22,8 @@ def conversation(agent, thread_id):
         append(agent, thread_id, "I need a flight to Lisbon on May 4. I prefer the morning.").json()["event_id"],
         append(agent, thread_id, "Found TP1234 at 9:05 for 180 EUR.", role="assistant").json()["event_id"],
         append(agent, thread_id, kind="approval", role="assistant",
-               data={"approval_id": "ap_1", "status": "requested"}, text="Approve charging 180 EUR?").json()["event_id"],
+               data={"approval_id": "ap_1", "status": "requested"},
+               text="Approve charging 180 EUR?").json()["event_id"],
         append(agent, thread_id, "Also, is there a lounge at Lisbon airport?").json()["event_id"],
     ]
     return ids
