@@ -171,6 +171,8 @@ ENGRAM_PRINCIPAL_TOKEN_MAX_TTL = env_int("ENGRAM_PRINCIPAL_TOKEN_MAX_TTL", 7 * 2
 ENGRAM_FERNET_KEYS = env_list("ENGRAM_FERNET_KEYS", [])
 # Longest text accepted in a record's text or an event's text.
 ENGRAM_MAX_TEXT_CHARS = env_int("ENGRAM_MAX_TEXT_CHARS", 4000)
+# Thread state (events, summaries, checkpoints, tool calls) idle this long is deleted daily; 0 keeps it.
+ENGRAM_THREAD_RETENTION_DAYS = env_int("ENGRAM_THREAD_RETENTION_DAYS", 90)
 
 LOGGING = {
     "version": 1,
