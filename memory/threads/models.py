@@ -10,9 +10,10 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from django.db.models import Q
+from pgvector.django import VectorField
 
 from memory.ids import new_event_id, new_id
-from memory.models import Subject, Tenant
+from memory.models import EMBEDDING_DIMENSIONS, Subject, Tenant
 
 
 def new_thread_id() -> str:
@@ -171,6 +172,9 @@ class Summary(models.Model):
     actor = models.CharField(max_length=64)
     created_at = models.DateTimeField(auto_now_add=True)
     search_vector = SearchVectorField(null=True, blank=True)
+    # Derived, filled by a task after commit; no ANN index: the semantic leg scans one subject's
+    # fresh summaries exactly (see STACK_NOTES on filtered HNSW).
+    embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
 
     class Meta:
         verbose_name_plural = "summaries"

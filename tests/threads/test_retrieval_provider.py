@@ -82,3 +82,42 @@ def agent_scope(agent):
 
     return Scope(tenant_id=agent.tenant.pk, subject_id=agent.subject.pk, subject_external_id=agent.subject.external_id,
                  permissions=frozenset({"read"}), namespaces=None, actor="test")
+
+
+def test_the_semantic_leg_finds_a_paraphrase_once_the_summary_is_embedded(agent, summarized):
+    from memory.embedder import get_embedder
+    from memory.threads.tasks import embed_summaries
+
+    ids = [summarized["lisbon_summary"]["summary_id"], summarized["rome_summary"]["summary_id"]]
+    assert embed_summaries(ids) == 2
+    assert embed_summaries(ids) == 0  # idempotent
+    text = "accommodation close to the railway terminal"  # no word in common with either summary
+    vector = get_embedder().embed_query(text)
+
+    items = summaries_search(agent_scope(agent), RetrievalQuery(text=text, vector=vector, limit=10))
+
+    best = min(items, key=lambda i: i.semantic_rank)
+    assert best.item_id == summarized["rome_summary"]["summary_id"]
+    assert best.lexical_rank is None and best.semantic_similarity > 0.2
+    assert summaries_search(agent_scope(outsider_scope(agent)), RetrievalQuery(text=text, vector=vector,
+                                                                                limit=10)) == []
+
+
+def test_deletion_clears_the_derived_embedding(agent, summarized):
+    from memory.threads.models import Summary
+    from memory.threads.tasks import embed_summaries
+
+    summary_id = summarized["lisbon_summary"]["summary_id"]
+    embed_summaries([summary_id])
+    event_id = agent.get(f"/api/v1/threads/{summarized['lisbon']}/events").json()["results"][0]["event_id"]
+
+    agent.delete(f"/api/v1/threads/{summarized['lisbon']}/events/{event_id}")
+
+    assert Summary.objects.get(pk=summary_id).embedding is None
+
+
+def outsider_scope(agent):
+    from memory.services.identity import subject_get_or_create
+
+    other = subject_get_or_create(tenant=agent.tenant, external_id="usr_other")
+    return type(agent)(client=agent.client, key=agent.key, token=None, tenant=agent.tenant, subject=other)

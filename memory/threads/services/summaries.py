@@ -48,6 +48,8 @@ def _create(*, thread: Thread, origin: str, draft: SummaryDraft, from_seq: int, 
         regenerates=regenerates,
     )
     Summary.objects.filter(pk=summary.pk).update(search_vector=SearchVector("text", config=TEXT_SEARCH_CONFIG))
+    if summary.text:
+        transaction.on_commit(partial(async_task, "memory.threads.tasks.embed_summaries", [summary.pk]))
     return summary
 
 
@@ -123,7 +125,8 @@ def mark_stale(summaries: QuerySet[Summary], *, reason: str, blank: bool) -> lis
     fresh = [pk for pk, _, status, _ in rows if status == Summary.Status.FRESH]
     Summary.objects.filter(pk__in=fresh).update(status=Summary.Status.STALE, stale_reason=reason[:300], stale_at=now)
     if blank:
-        Summary.objects.filter(pk__in=ids).update(text="", unresolved=[], search_vector=None)
+        # The derived vectors go too: they were computed from the deleted words.
+        Summary.objects.filter(pk__in=ids).update(text="", unresolved=[], search_vector=None, embedding=None)
     to_regenerate = [pk for pk, origin, _, replaced in rows if origin == Summary.Origin.SERVER and not replaced]
     for pk in to_regenerate:
         transaction.on_commit(partial(async_task, "memory.threads.tasks.regenerate_summary", pk))
@@ -167,3 +170,19 @@ def summary_regenerate(*, summary_id: str) -> str | None:
     audit(actor="system", action="summary.regenerate", object_type="summary", object_id=new.pk,
           tenant_id=tenant_id, subject_id=subject_id, data={"replaces": summary.pk, "thread_id": thread_id})
     return new.pk
+
+
+def summaries_embed(*, summary_ids: list[str]) -> int:
+    """Fill the derived embedding of fresh summaries that still lack one. Idempotent."""
+    from memory.embedder import get_embedder
+
+    rows = list(Summary.objects.filter(pk__in=summary_ids, status=Summary.Status.FRESH, embedding__isnull=True)
+                .exclude(text="").values_list("pk", "text"))
+    if not rows:
+        return 0
+    vectors = get_embedder().embed([text for _, text in rows])
+    done = 0
+    for (pk, text), vector in zip(rows, vectors, strict=True):
+        # Only if unchanged since read: a deletion may have blanked it meanwhile.
+        done += Summary.objects.filter(pk=pk, text=text, status=Summary.Status.FRESH).update(embedding=vector)
+    return done
