@@ -85,6 +85,9 @@ class MemoryBatchApi(APIView):
 
     class InputSerializer(StrictSerializer):
         items = serializers.ListField(child=serializers.DictField(), allow_empty=False)
+        # "worker" (default): embeddings are filled behind by the worker, the call returns at once.
+        # "now": computed in this call in one batched model call, stored with the rows.
+        embed = serializers.ChoiceField(choices=["worker", "now"], default="worker")
 
     def post(self, request: Request) -> Response:
         scope = scope_of(request)
@@ -95,7 +98,8 @@ class MemoryBatchApi(APIView):
             raise InvalidInput(f"A batch holds at most {MAX_BATCH} items; got {len(raw)}.", code="batch_too_large")
         parsed = [parse_batch_item(item, scope) for item in raw]
         valid = [(i, p) for i, p in enumerate(parsed) if isinstance(p, RecordInput)]
-        written = memory_write_batch(scope=scope, items=[p for _, p in valid])
+        written = memory_write_batch(scope=scope, items=[p for _, p in valid],
+                                     embed_now=serializer.validated_data["embed"] == "now")
         results: list[dict[str, Any]] = [
             _error(i, p) for i, p in enumerate(parsed) if isinstance(p, EngramError)]
         results.extend(_result(i, r) for (i, _), r in zip(valid, written, strict=True))

@@ -22,6 +22,7 @@ from django.utils import timezone
 from django_q.tasks import async_task
 
 from memory.content import seal
+from memory.embedder import get_embedder
 from memory.errors import Conflict as ConflictError
 from memory.errors import EngramError, InvalidInput, SecretDetected
 from memory.indexing import refresh_search_vectors
@@ -105,8 +106,11 @@ def _lock_keys(scope: Scope, keys: set[tuple[str, str]]) -> None:
 
 
 @transaction.atomic
-def memory_write_batch(*, scope: Scope, items: list[RecordInput]) -> list[ItemResult]:
-    """Write ``items`` (explicit statements or outcomes); one result per item, in order."""
+def memory_write_batch(*, scope: Scope, items: list[RecordInput], embed_now: bool = False) -> list[ItemResult]:
+    """Write ``items`` (explicit statements or outcomes); one result per item, in order.
+
+    ``embed_now`` computes the new records' embeddings in this call, in one batched model call, and
+    inserts them with the rows (no later UPDATE); otherwise one task fills them on the worker."""
     _require(scope, WRITE)
     if len(items) > MAX_BATCH:
         raise InvalidInput(f"A batch holds at most {MAX_BATCH} items.", code="batch_too_large")
@@ -125,7 +129,7 @@ def memory_write_batch(*, scope: Scope, items: list[RecordInput]) -> list[ItemRe
     pending = _drop_tombstoned(scope, pending)
     fresh = _claim_events(scope, pending)
     if fresh:
-        _store(scope, fresh)
+        _store(scope, fresh, embed_now=embed_now)
     for p in pending:  # a repeated event id in one batch gets the first item's answer, as a replay
         if p.twin_of is not None and p.result.error is None:
             p.result.error, p.result.record = p.twin_of.result.error, p.twin_of.result.record
@@ -206,7 +210,7 @@ def _replay(replays: dict[str, _Pending]) -> None:
                                            code="idempotency_conflict")
 
 
-def _store(scope: Scope, fresh: list[_Pending]) -> None:
+def _store(scope: Scope, fresh: list[_Pending], *, embed_now: bool) -> None:
     """writes.store_confirmed for many items: lock, read heads, decide in order, write in bulk."""
     keys = {(p.item.namespace, p.item.field) for p in fresh}
     _lock_keys(scope, keys)
@@ -270,6 +274,11 @@ def _store(scope: Scope, fresh: list[_Pending]) -> None:
         p.audit = {"event_id": p.event.pk if p.event else None,
                    "outcome": decision.outcome.value, "reason": decision.reason, "superseded": superseded,
                    "conflict_with": conflict_with}
+    to_embed = [(r, p.item.text) for r, p in zip(records, fresh, strict=True) if p.memory_class.embed]
+    if embed_now and to_embed:
+        vectors = get_embedder().embed([text for _, text in to_embed])
+        for (record, _), vector in zip(to_embed, vectors, strict=True):
+            record.embedding = vector
     new_ids = {r.pk for r in records}
     # Heads written earlier by this batch are inserted with their final status; older ones are updated.
     MemoryRecord.objects.bulk_create(records, batch_size=MAX_BATCH)
@@ -286,7 +295,7 @@ def _store(scope: Scope, fresh: list[_Pending]) -> None:
                    data=p.audit or {})
         for p in fresh
     ], batch_size=MAX_BATCH)
-    embed_ids = [r.pk for r in records if r.memory_class.embed]
+    embed_ids = [r.pk for r, _ in to_embed if r.embedding is None]
     if embed_ids:
         # One task for the whole batch: the embedder runs it as batched model calls.
         transaction.on_commit(lambda: async_task("memory.tasks.embed_records", embed_ids))

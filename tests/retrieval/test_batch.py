@@ -146,3 +146,12 @@ def test_it_writes_only_for_the_tokens_subject(agent, outsider):
 
 def test_it_requires_credentials(client):
     assert client.post(URL, {"items": [item(0)]}, content_type="application/json").status_code == 401
+
+
+def test_it_can_compute_the_embeddings_in_the_call(agent, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks() as callbacks:
+        body = agent.post(URL, {"items": [item(n) for n in range(3)], "embed": "now"}).json()
+
+    assert body["created"] == 3
+    assert not MemoryRecord.objects.filter(embedding__isnull=True).exists()
+    assert callbacks == []
