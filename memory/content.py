@@ -65,6 +65,13 @@ def seal(memory_class: MemoryClass, fact: dict[str, Any], text: str) -> tuple[di
     return sealed_fact, TEXT_PREFIX + encrypt_str(text)
 
 
+def seal_text(memory_class: MemoryClass, text: str) -> str:
+    """A free text (an event's words) as stored under ``memory_class``; unseal with ``unseal_parts({}, t)``."""
+    if not memory_class.encryption_required or not text or text.startswith(TEXT_PREFIX):
+        return text
+    return TEXT_PREFIX + encrypt_str(text)
+
+
 def unseal_parts(fact: Any, text: str) -> tuple[dict[str, Any], str]:
     """The readable fact and text of stored content (sealed or not)."""
     if isinstance(fact, dict) and "sealed" in fact:

@@ -34,7 +34,8 @@ ERASE_PHRASE = "delete everything"
 
 
 def _subjects(request: HttpRequest) -> list[Subject]:
-    return list(Subject.objects.filter(users__pk=int(request.user.pk or 0)).select_related("tenant").order_by("tenant__slug", "pk"))
+    mine = Subject.objects.filter(users__pk=int(request.user.pk or 0))
+    return list(mine.select_related("tenant").order_by("tenant__slug", "pk"))
 
 
 def _subject(request: HttpRequest) -> Subject:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -52,7 +53,7 @@ def test_a_person_sees_corrects_deletes_and_exports_and_another_sees_none_of_it(
     assert "vegetarian" not in page.content()
     with page.expect_download() as download:
         page.click("#export")
-    exported = json.loads(open(download.value.path()).read())
+    exported = json.loads(Path(download.value.path()).read_text())
     texts = [r["text"] for r in exported["records"]]
     assert "Prefers window seats" in texts and "Eats vegetarian meals" not in texts
     assert "No meat for me" not in json.dumps(exported)
