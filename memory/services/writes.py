@@ -138,10 +138,16 @@ def _event_get_or_create(*, scope: Scope, item: RecordInput, source_type: str) -
 
 
 def _live_heads(scope: Scope, namespace: str, field_name: str) -> list[MemoryRecord]:
+    """The active confirmed records of one key, locked.
+
+    Deliberately not ``for_scope``: precedence must see every head of the subject's key, including
+    classes whose "allowed readers" exclude the writer, or a write could leave two active heads.
+    The writer's own namespace permission was checked before this point.
+    """
     return list(
-        MemoryRecord.objects.for_scope(scope).live()
+        MemoryRecord.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id).live()
         .filter(namespace=namespace, field=field_name, confidence=Confidence.CONFIRMED)
-        .select_for_update().order_by("-created_at")
+        .select_for_update(of=("self",)).order_by("-created_at")
     )
 
 
