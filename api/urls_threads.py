@@ -5,7 +5,7 @@ from django.urls import path
 from api.views import threads
 
 urlpatterns = [
-    path("threads", threads.ThreadCreateApi.as_view(), name="threads"),
+    path("threads", threads.ThreadListCreateApi.as_view(), name="threads"),
     path("threads/<str:thread_id>", threads.ThreadDetailApi.as_view(), name="thread-detail"),
     path("threads/<str:thread_id>/events", threads.ThreadEventsApi.as_view(), name="thread-events"),
     path("threads/<str:thread_id>/events/<str:event_id>", threads.ThreadEventDetailApi.as_view(),

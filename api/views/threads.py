@@ -110,11 +110,25 @@ def tool_call_payload(call: ToolCall) -> dict[str, Any]:
             "updated_at": _iso(call.updated_at)}
 
 
-class ThreadCreateApi(APIView):
+class ThreadListCreateApi(APIView):
     class InputSerializer(StrictSerializer):
         subject_id = serializers.CharField(max_length=128, required=False)
         title = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
         metadata = serializers.JSONField(required=False, default=dict, validators=[_dict])
+
+    class FilterSerializer(serializers.Serializer):
+        limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
+        offset = serializers.IntegerField(min_value=0, default=0)
+
+    def get(self, request: Request) -> Response:
+        filters = self.FilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        f = filters.validated_data
+        scope = _reader(request)
+        threads = selectors.thread_list(scope=scope, limit=f["limit"] + 1, offset=f["offset"])
+        more = len(threads) > f["limit"]
+        return Response({"results": [thread_payload(t, scope) for t in threads[: f["limit"]]],
+                         "next_offset": f["offset"] + f["limit"] if more else None})
 
     def post(self, request: Request) -> Response:
         data = _validated(self.InputSerializer, request)

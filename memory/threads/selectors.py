@@ -27,6 +27,10 @@ def thread_get(*, scope: Scope, thread_id: str) -> Thread:
     return thread
 
 
+def thread_list(*, scope: Scope, limit: int = 50, offset: int = 0) -> list[Thread]:
+    return list(_scoped(Thread, scope).order_by("-updated_at", "-pk")[offset: offset + limit])
+
+
 def thread_events(*, scope: Scope, thread_id: str, after: int = 0, limit: int = 50) -> list[ThreadEvent]:
     thread = thread_get(scope=scope, thread_id=thread_id)
     return list(_scoped(ThreadEvent, scope).filter(thread=thread, seq__gt=after).order_by("seq")[:limit])

@@ -25,6 +25,18 @@ def test_it_creates_a_thread_for_the_principals_subject(agent):
     assert AuditEntry.objects.filter(action="thread.create", object_id=thread.pk).exists()
 
 
+def test_it_lists_the_subjects_threads_only(agent, outsider, foreign_agent):
+    mine = [new_thread(agent, "one"), new_thread(agent, "two")]
+    new_thread(outsider, "theirs")
+    new_thread(foreign_agent, "foreign")
+
+    page = agent.get("/api/v1/threads", {"limit": 1}).json()
+    rest = agent.get("/api/v1/threads", {"offset": page["next_offset"]}).json()
+
+    assert [t["thread_id"] for t in page["results"] + rest["results"]] == mine[::-1]
+    assert rest["next_offset"] is None
+
+
 def test_it_refuses_a_body_subject_that_differs_from_the_token(agent):
     response = agent.post("/api/v1/threads", {"subject_id": "usr_someone_else"})
 

@@ -40,10 +40,11 @@ def endpoints(o):
     ]
 
 
-WRITES_OF_ITS_OWN = [  # per-subject names: these act on the caller's own workflow, never the owner's
+OWN_SCOPE_ENDPOINTS = [  # per-subject names: these act on the caller's own subject, never the owner's
     ("put", "/api/v1/workflows/wf-1/checkpoint", {"current_step": "x"}, {"If-Match": '"1"'}),
     ("post", "/api/v1/workflows/wf-1/tool-calls", {"idempotency_key": "k1", "tool": "pay", "arguments": {"a": 1}}, {}),
     ("post", "/api/v1/threads", {"title": "x"}, {}),
+    ("get", "/api/v1/threads", None, {}),
 ]
 
 
@@ -91,7 +92,7 @@ def test_workflow_writes_by_another_subject_never_reach_the_owners_workflow(requ
 def test_no_credentials_is_401_everywhere(owned):
     anonymous = APIClient()
 
-    for method, url, body, _ in endpoints(owned) + WRITES_OF_ITS_OWN:
+    for method, url, body, _ in endpoints(owned) + OWN_SCOPE_ENDPOINTS:
         response = getattr(anonymous, method)(url, body, format="json") if body is not None else \
             getattr(anonymous, method)(url)
         assert response.status_code == 401, (method, url)
@@ -102,7 +103,7 @@ def test_no_credentials_is_401_everywhere(owned):
 def test_an_agent_key_without_a_principal_token_is_401_everywhere(owned, make_agent, tenant):
     keyonly = make_agent(tenant, subject=None)
 
-    for method, url, body, headers in endpoints(owned) + WRITES_OF_ITS_OWN:
+    for method, url, body, headers in endpoints(owned) + OWN_SCOPE_ENDPOINTS:
         response = call(keyonly, method, url, body, headers)
         assert response.status_code == 401, (method, url)
         assert response.json()["code"] == "principal_required"
