@@ -23,3 +23,11 @@ def append(agent: Any, thread_id: str, text: str = "", *, kind: str = "message",
 @pytest.fixture
 def thread_id(agent: Any) -> str:
     return new_thread(agent)
+
+
+def agent_scope(agent: Any) -> Any:
+    """The Scope the API would resolve for this agent's key and token (for calling selectors directly)."""
+    from memory.scope import Scope
+
+    return Scope(tenant_id=agent.tenant.pk, subject_id=agent.subject.pk, subject_external_id=agent.subject.external_id,
+                 permissions=frozenset({"read"}), namespaces=None, actor="test")

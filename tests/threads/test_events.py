@@ -206,3 +206,14 @@ def test_a_memory_write_citing_a_deleted_thread_event_is_refused(agent, thread_i
 
     assert response.status_code == 409
     assert response.json()["code"] == "tombstoned"
+
+
+def test_reading_a_page_of_events_takes_two_queries_whatever_its_size(agent, thread_id, django_assert_num_queries):
+    from memory.threads.selectors import thread_events
+    from tests.threads.conftest import agent_scope
+
+    for n in range(30):
+        append(agent, thread_id, f"message {n}")
+
+    with django_assert_num_queries(2):  # the thread (scope check), then the page
+        assert len(thread_events(scope=agent_scope(agent), thread_id=thread_id, limit=25)) == 25

@@ -6,7 +6,7 @@ import pytest
 
 from memory.retrieval.sources import RetrievalQuery, provider
 from memory.threads.retrieval_provider import summaries_search
-from tests.threads.conftest import append, new_thread
+from tests.threads.conftest import agent_scope, append, new_thread
 
 pytestmark = pytest.mark.django_db
 
@@ -77,12 +77,6 @@ def test_an_empty_query_returns_nothing(agent, summarized):
     assert summaries_search(agent_scope(agent), query("  ?! ")) == []
 
 
-def agent_scope(agent):
-    from memory.scope import Scope
-
-    return Scope(tenant_id=agent.tenant.pk, subject_id=agent.subject.pk, subject_external_id=agent.subject.external_id,
-                 permissions=frozenset({"read"}), namespaces=None, actor="test")
-
 
 def test_the_semantic_leg_finds_a_paraphrase_once_the_summary_is_embedded(agent, summarized):
     from memory.embedder import get_embedder
@@ -121,3 +115,11 @@ def outsider_scope(agent):
 
     other = subject_get_or_create(tenant=agent.tenant, external_id="usr_other")
     return type(agent)(client=agent.client, key=agent.key, token=None, tenant=agent.tenant, subject=other)
+
+
+def test_the_provider_runs_one_query_per_leg(agent, summarized, django_assert_num_queries):
+    scope = agent_scope(agent)
+    with django_assert_num_queries(2):
+        summaries_search(scope, RetrievalQuery(text="lisbon", vector=[0.1] * 384, limit=10))
+    with django_assert_num_queries(1):
+        summaries_search(scope, query("lisbon"))
