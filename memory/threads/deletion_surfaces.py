@@ -85,10 +85,28 @@ def purge_thread_events(target: DeletionTarget) -> int:
                      event_ids=fresh_ids)
     blanked = ThreadEvent.objects.filter(pk__in=[pk for pk, _, _ in hit])
     mark_stale(_summaries_over_deleted(blanked), reason=REASON, blank=True)
+    count += _scrub_threads(target)
     if count:
         audit(actor="system", action="thread_event.purge", object_type="subject", object_id=str(target.subject_id),
               tenant_id=target.tenant_id, subject_id=target.subject_id, data={"events": fresh_ids})
     return count
+
+
+def _threads_showing(target: DeletionTarget) -> QuerySet[Thread]:
+    return (_scoped(Thread, target).annotate(metadata_text=Cast("metadata", TextField()))
+            .filter(_shows_marker(target, "title", "metadata_text")))
+
+
+def _scrub_threads(target: DeletionTarget) -> int:
+    """A thread's title and metadata are the client's words too: blank the values that show a marker."""
+    needles = _needles(target)
+    touched = 0
+    for thread in _threads_showing(target).select_for_update(of=("self",)).order_by("pk"):
+        thread.title, _ = _scrub(thread.title, needles)
+        thread.metadata, _ = _scrub(thread.metadata, needles)
+        thread.save(update_fields=["title", "metadata"])
+        touched += 1
+    return touched
 
 
 @purge_surface("summaries", order=21)
@@ -167,8 +185,9 @@ def purge_checkpoints(target: DeletionTarget) -> int:
 def check_thread_events(target: DeletionTarget) -> list[str]:
     if target.whole_subject:
         return [f"thread {pk}" for pk in _scoped(Thread, target).values_list("pk", flat=True)]
-    return [f"thread event {pk}" for pk in
-            _hit_events(target).filter(status=ThreadEvent.Status.RECORDED).values_list("pk", flat=True)]
+    return ([f"thread event {pk}" for pk in
+             _hit_events(target).filter(status=ThreadEvent.Status.RECORDED).values_list("pk", flat=True)]
+            + [f"thread {pk}" for pk in _threads_showing(target).values_list("pk", flat=True)])
 
 
 @read_check("summaries")

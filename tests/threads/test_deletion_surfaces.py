@@ -85,6 +85,17 @@ def test_deleting_a_record_blanks_the_cited_event_and_regenerates_summaries_with
         assert "aisle" not in row.text.lower()
 
 
+def test_a_thread_title_or_metadata_showing_the_record_is_blanked(agent, cited):
+    Thread.objects.filter(pk=cited["thread_id"]).update(title="Aisle seat chat", metadata={"topic": "aisle", "n": 2})
+    assert registry.read_checks()["thread_events"](cited["target"])[-1] == f"thread {cited['thread_id']}"
+
+    touched, findings = purge_and_check(cited["target"])
+
+    thread = Thread.objects.get(pk=cited["thread_id"])
+    assert (thread.title, thread.metadata) == ("", {"topic": "", "n": 2})
+    assert findings["thread_events"] == []
+
+
 def test_checkpoint_and_tool_call_values_that_show_the_record_are_blanked(cited):
     version = Checkpoint.objects.get().version
 
