@@ -6,8 +6,9 @@ domain predicate (access.py) inside its own WHERE clause.
 
 - Lexical leg: ``websearch_to_tsquery`` over ``Chunk.search_vector`` (GIN), ranked by ``ts_rank_cd``
   over the scoped matches only.
-- Semantic leg: cosine distance, exact scan of the readable domains' chunks. ``ORDER BY (d) + 0``
-  keeps the planner off any ANN index: on pgvector 0.6 a filtered HNSW scan returns too few rows.
+- Semantic leg: cosine distance, exact scan of the readable domains' chunks, computed in a fenced
+  subquery so the planner can never use an ANN index: on pgvector 0.6 a filtered HNSW scan
+  returns too few rows (STACK_NOTES).
 
 Optional narrowing filter: ``filters["access_domains"]`` (a list of domain names) restricts the
 search to those of the readable domains; it can never widen it.
@@ -47,25 +48,31 @@ def _sql(scope: Scope, query: RetrievalQuery) -> tuple[str, list[Any]]:
     lexical = query.text.strip() != ""
     semantic = bool(query.vector)
     if lexical:
+        # Rank only the scoped matches, keep the top ``limit`` (a top-N sort), number them after.
         legs.append(f"""
 lexical AS (
-  SELECT c.id, row_number() OVER (ORDER BY ts_rank_cd(c.search_vector, q.q) DESC, c.id) AS lrank
-  FROM knowledge_chunk c, websearch_to_tsquery(%s::regconfig, %s) AS q(q)
-  WHERE c.access_domain_id IN ({readable}) AND c.search_vector @@ q.q
-  ORDER BY lrank LIMIT %s)""")
+  SELECT id, row_number() OVER (ORDER BY rank DESC, id) AS lrank FROM (
+    SELECT c.id, ts_rank_cd(c.search_vector, q.q) AS rank
+    FROM knowledge_chunk c, websearch_to_tsquery(%s::regconfig, %s) AS q(q)
+    WHERE c.access_domain_id IN ({readable}) AND c.search_vector @@ q.q
+    ORDER BY rank DESC, c.id LIMIT %s) AS top)""")
         params += [TEXT_SEARCH_CONFIG, query.text, *readable_params, limit]
     else:
         legs.append("lexical AS (SELECT NULL::bigint AS id, NULL::bigint AS lrank WHERE false)")
     if semantic:
+        # Exact scan: the distance is computed once per scoped row inside a fenced subquery
+        # (OFFSET 0), so ordering by it can never be turned into a (filtered, under-filling) ANN
+        # index scan, and a top-N sort keeps ``limit`` rows.
         legs.append(f"""
 semantic AS (
-  SELECT c.id, (c.embedding <=> %s::vector) AS distance,
-         row_number() OVER (ORDER BY (c.embedding <=> %s::vector) + 0, c.id) AS srank
-  FROM knowledge_chunk c
-  WHERE c.access_domain_id IN ({readable}) AND c.embedding IS NOT NULL
-  ORDER BY (c.embedding <=> %s::vector) + 0, c.id LIMIT %s)""")
-        vec = _vector_literal(query.vector)
-        params += [vec, vec, *readable_params, vec, limit]
+  SELECT id, distance, row_number() OVER (ORDER BY distance, id) AS srank FROM (
+    SELECT id, distance FROM (
+      SELECT c.id, (c.embedding <=> %s::vector) AS distance
+      FROM knowledge_chunk c
+      WHERE c.access_domain_id IN ({readable}) AND c.embedding IS NOT NULL
+      OFFSET 0) AS scan
+    ORDER BY distance, id LIMIT %s) AS top)""")
+        params += [_vector_literal(query.vector), *readable_params, limit]
     else:
         legs.append("semantic AS (SELECT NULL::bigint AS id, NULL::float8 AS distance, "
                     "NULL::bigint AS srank WHERE false)")

@@ -29,13 +29,13 @@ from memory.knowledge import chunking
 from memory.knowledge.access import readable_domain_ids
 from memory.knowledge.cache import bump_knowledge_cache_version
 from memory.knowledge.formats import to_text
+from memory.knowledge.indexing import refresh_chunk_search_vectors
 from memory.knowledge.models import AccessDomain, Chunk, Document
 from memory.knowledge.secrets import describe, scan_document
 from memory.models import Subject, Tenant
 from memory.scope import WRITE, Scope
 
 MAX_BATCH = 200
-TEXT_SEARCH_CONFIG = "english"
 
 
 def max_document_chars() -> int:
@@ -169,7 +169,10 @@ def _lock_document_key(domain_id: int, external_id: str) -> None:
 def _store(*, scope: Scope, prepared: _Prepared, vectors: list[list[float]]) -> IngestResult:
     item, domain = prepared.item, prepared.domain
     _lock_document_key(domain.pk, item.external_id)
-    document = Document.objects.filter(access_domain=domain, external_id=item.external_id).first()
+    # FOR UPDATE as well: a concurrent document_delete holds this row's lock; once it commits we
+    # see no row and store a fresh document instead of re-saving (resurrecting) the deleted one.
+    document = (Document.objects.filter(access_domain=domain, external_id=item.external_id)
+                .select_for_update().first())
     if document is not None and document.content_hash == prepared.content_hash:
         return IngestResult(document=document, status="unchanged")  # a concurrent twin stored it first
     now = timezone.now()
@@ -185,7 +188,7 @@ def _store(*, scope: Scope, prepared: _Prepared, vectors: list[list[float]]) -> 
         for name, value in values.items():
             setattr(document, name, value)
         document.version += 1
-        document.save()
+        document.save(force_update=True)
         # Old and new chunks never coexist after commit, and nobody sees this delete before it.
         Chunk.objects.filter(document=document).delete()
     Chunk.objects.bulk_create([
@@ -193,7 +196,7 @@ def _store(*, scope: Scope, prepared: _Prepared, vectors: list[list[float]]) -> 
               char_end=c.char_end, token_count=c.token_count, embedding=vector)
         for c, vector in zip(prepared.chunks, vectors, strict=True)
     ], batch_size=500)
-    _refresh_search_vectors(document.pk)
+    refresh_chunk_search_vectors(document_id=document.pk)
     audit(actor=scope.actor, action=f"document.{'ingest' if status == 'created' else 'version'}",
           object_type="document", object_id=str(document.pk), tenant_id=scope.tenant_id,
           subject_id=scope.subject_id or None, data={"access_domain": domain.name, "external_id": item.external_id,
@@ -202,17 +205,6 @@ def _store(*, scope: Scope, prepared: _Prepared, vectors: list[list[float]]) -> 
     tenant_id = scope.tenant_id
     transaction.on_commit(lambda: bump_knowledge_cache_version(tenant_id))
     return IngestResult(document=document, status=status)
-
-
-def _refresh_search_vectors(document_id: int) -> None:
-    # The title is weighted above the body so a query naming the document finds all its chunks.
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "UPDATE knowledge_chunk c SET search_vector = "
-            "setweight(to_tsvector(%s::regconfig, d.title), 'B') || setweight(to_tsvector(%s::regconfig, c.text), 'A') "
-            "FROM knowledge_document d WHERE d.id = c.document_id AND c.document_id = %s",
-            [TEXT_SEARCH_CONFIG, TEXT_SEARCH_CONFIG, document_id],
-        )
 
 
 def _embed(chunks: Sequence[chunking.ChunkSpan]) -> list[list[float]]:

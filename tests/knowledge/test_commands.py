@@ -110,3 +110,22 @@ def test_ingest_documents_refuses_unknown_domains_and_paths(tenant, make_domain,
     make_domain(tenant, "help")
     with pytest.raises(CommandError):
         call_command("ingest_documents", "--tenant", "acme", *args)
+
+
+def test_reembed_knowledge_fills_missing_embeddings_and_text_vectors(agent, handbook, capsys):
+    from tests.knowledge.conftest import doc_body
+
+    agent.post("/api/v1/documents", doc_body())
+    chunk = Chunk.objects.get()
+    original = list(chunk.embedding)
+    Chunk.objects.update(embedding=None, search_vector=None)
+
+    call_command("reembed_knowledge", "--tenant", "acme")
+
+    chunk.refresh_from_db()
+    assert chunk.embedding is not None
+    assert max(abs(a - b) for a, b in zip(chunk.embedding, original, strict=True)) < 1e-4
+    assert Chunk.objects.filter(search_vector="refund").exists()
+    assert "embeddings written: 1" in capsys.readouterr().out
+    call_command("reembed_knowledge")
+    assert "embeddings written: 0" in capsys.readouterr().out

@@ -74,3 +74,31 @@ def test_no_retrieval_sees_a_mix_of_versions_during_reingest(tenant, make_domain
     for versions, count in observed:
         assert count == expected_counts[next(iter(versions))]  # every chunk of that version, never a part
     assert set(Chunk.objects.values_list("document__version", flat=True)) == {11}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_twin_first_posts_store_one_document(tenant, make_domain, agent):
+    domain = make_domain(tenant, "oncall")
+    op = operator_scope(tenant)
+    item = DocumentInput(access_domain="oncall", external_id="twin.md", title="Twin", text=version_text(1, 2))
+    statuses: list[str] = []
+    barrier = threading.Barrier(2)
+
+    def post() -> None:
+        try:
+            barrier.wait()
+            statuses.append(document_ingest(scope=op, domain=domain, item=item).status)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=post) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+
+    assert sorted(statuses) == ["created", "unchanged"]
+    from memory.knowledge.models import Document
+
+    assert Document.objects.filter(external_id="twin.md").count() == 1
+    assert Chunk.objects.count() == Chunk.objects.filter(document__external_id="twin.md", document__version=1).count()

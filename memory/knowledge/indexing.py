@@ -1,0 +1,62 @@
+"""Rebuilding the derived columns of chunks (embedding, full-text vector) from their text.
+
+Ingest fills both, so this is for recovery and model changes: ``manage.py reembed_knowledge``.
+Rows are overwritten in place by id, one UPDATE per batch, so retrieval never sees a gap; by
+default only chunks without an embedding are embedded, so a second run does no work twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.db import connection
+
+from memory.knowledge.models import Chunk
+
+BATCH_SIZE = 256
+TEXT_SEARCH_CONFIG = "english"
+
+
+def chunk_ids(*, tenant_id: int | None = None, only_missing: bool = True) -> list[int]:
+    qs = Chunk.objects.all()
+    if tenant_id is not None:
+        qs = qs.filter(document__tenant_id=tenant_id)
+    if only_missing:
+        qs = qs.filter(embedding__isnull=True)
+    return list(qs.order_by("pk").values_list("pk", flat=True))
+
+
+def refresh_chunk_search_vectors(*, tenant_id: int | None = None, document_id: int | None = None) -> int:
+    """Title (weight B) and text (weight A): a query naming the document finds all its chunks."""
+    sql = ("UPDATE knowledge_chunk c SET search_vector = setweight(to_tsvector(%s::regconfig, d.title), 'B') "
+           "|| setweight(to_tsvector(%s::regconfig, c.text), 'A') FROM knowledge_document d WHERE d.id = c.document_id")
+    params: list[str | int] = [TEXT_SEARCH_CONFIG, TEXT_SEARCH_CONFIG]
+    if tenant_id is not None:
+        sql += " AND d.tenant_id = %s"
+        params.append(tenant_id)
+    if document_id is not None:
+        sql += " AND c.document_id = %s"
+        params.append(document_id)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount
+
+
+def embed_chunks(ids: list[int], *, batch_size: int = BATCH_SIZE,
+                 progress: Callable[[int], None] | None = None) -> int:
+    from memory.embedder import get_embedder
+
+    embedder = get_embedder()
+    written = 0
+    for start in range(0, len(ids), batch_size):
+        rows = list(Chunk.objects.filter(pk__in=ids[start:start + batch_size]).values_list("pk", "text"))
+        vectors = embedder.embed([text for _, text in rows])
+        literals = ["[" + ",".join(f"{x:.7g}" for x in v) + "]" for v in vectors]
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE knowledge_chunk c SET embedding = v.e::vector FROM unnest(%s::bigint[], %s::text[]) "
+                "AS v(id, e) WHERE c.id = v.id", [[pk for pk, _ in rows], literals])
+            written += cursor.rowcount
+        if progress:
+            progress(len(rows))
+    return written
