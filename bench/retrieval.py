@@ -1,0 +1,471 @@
+"""Retrieval benchmark: latency of retrieve and facts (HTTP API and selector) against a naive baseline,
+and the throughput of bulk writes, on a fresh database of the embedded server.
+
+    .venv/bin/python bench/retrieval.py                      # 100,000 records across 1,000 subjects
+    .venv/bin/python bench/retrieval.py --records 20000 --subjects 200 --queries 100
+
+Steps: (1) drop and migrate the bench database (default ``engram_bench``; the app database is never
+touched); (2) generate realistic short facts (preferences, profile facts, order ids, region codes,
+trip notes), embed them in bulk with a progress bar and load them with binary COPY; (3) start
+gunicorn on that database; (4) bulk writes through POST /memories/batch: with ``embed=worker`` (durable
+and lexically searchable at once) and ``embed=now`` (end to end with embeddings), against the
+embedder's own batched throughput measured in the same run; (5) for random subjects, time
+retrieve and facts through HTTP and at the selector, and a naive baseline: an exact full-table
+vector scan (and a full-table field scan for facts) with the scope filtered afterwards in Python.
+Prints a table; writes JSON to bench/results/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+AIRPORTS = ["MUC", "LIS", "CDG", "JFK", "SFO", "NRT", "FRA", "AMS", "MAD", "ZRH", "VIE", "CPH", "DUB", "BCN"]
+CITIES = ["Lisbon", "Munich", "Paris", "Porto", "Berlin", "Madrid", "Vienna", "Oslo", "Prague", "Milan", "Lyon",
+          "Seville", "Krakow", "Tallinn", "Ghent", "Bologna", "Bergen", "Split", "Graz", "Turin"]
+PURPOSES = ["a customer workshop", "a conference", "a team offsite", "a family visit", "a product launch",
+            "a training course", "a partner meeting", "a vacation", "an audit", "a trade fair"]
+REGIONS = ["eu-west-1", "eu-west-3", "eu-central-1", "us-east-1", "us-west-2", "ap-south-1", "ap-northeast-1",
+           "sa-east-1", "ca-central-1", "me-south-1"]
+LANGUAGES = ["German", "Portuguese", "French", "Spanish", "Italian", "Dutch", "English", "Polish"]
+MEALS = ["vegetarian", "vegan", "kosher", "halal", "gluten-free", "low-salt"]
+AIRLINES = ["Lufthansa", "TAP", "KLM", "Iberia", "Swiss", "Austrian", "SAS", "Aer Lingus"]
+HOTELS = ["small boutique", "business", "airport", "family-run", "design", "budget"]
+MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+          "November", "December"]
+TEAMS = ["payments", "search", "mobile", "platform", "data", "billing", "growth", "security"]
+
+# (field, namespace, kind, value(rng), text(value), paraphrased query or None for "the value itself")
+TOPICS: list[tuple[str, str, str, Any, Any, str | None]] = [
+    ("seat_preference", "user/travel_preferences", "preference", lambda r: r.choice(["aisle", "window"]),
+     lambda v: f"Prefers {v} seats", "I like sitting by the corridor on planes"),
+    ("meal", "user/travel_preferences", "preference", lambda r: r.choice(MEALS),
+     lambda v: f"Eats {v} meals on flights", "What food should the airline serve me?"),
+    ("airline", "user/travel_preferences", "preference", lambda r: r.choice(AIRLINES),
+     lambda v: f"Flies with {v} whenever possible", "Which carrier do I like to fly with?"),
+    ("hotel", "user/travel_preferences", "preference", lambda r: r.choice(HOTELS),
+     lambda v: f"Likes staying in {v} hotels", "What kind of accommodation should you book for me?"),
+    ("home_airport", "user/profile", "profile", lambda r: r.choice(AIRPORTS),
+     lambda v: f"Home airport is {v}", "Which airport do I usually depart from?"),
+    ("language", "user/profile", "profile", lambda r: r.choice(LANGUAGES),
+     lambda v: f"Prefers to be addressed in {v}", "Which language should you speak with me?"),
+    ("home_city", "user/profile", "profile", lambda r: r.choice(CITIES),
+     lambda v: f"Lives in {v}", "Where is my home?"),
+    ("last_order", "project", "order", lambda r: f"ORD-{r.randint(100000, 999999)}",
+     lambda v: f"Order {v} was delivered to the office", None),
+    ("cloud_region", "project", "config", lambda r: r.choice(REGIONS),
+     lambda v: f"Production workloads run in {v}", None),
+    ("team", "project", "profile", lambda r: r.choice(TEAMS),
+     lambda v: f"Works on the {v} team", "Which group of engineers do I belong to?"),
+]
+
+
+def trip(rng: random.Random, n: int) -> tuple[str, str, str, str, str, str]:
+    # Month granularity keeps the distinct texts (what the model must embed) to a few thousand.
+    city, purpose, month = rng.choice(CITIES), rng.choice(PURPOSES), rng.choice(MONTHS)
+    text = f"Travelled to {city} in {month} 2026 for {purpose}"
+    return f"trip_{n}", "episodes", "episode", f"{city} {month}", text, f"When did I go to {city}?"
+
+
+def parse() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--records", type=int, default=100_000, help="records loaded for the latency runs")
+    p.add_argument("--subjects", type=int, default=1_000)
+    p.add_argument("--queries", type=int, default=200, help="timed queries per measurement")
+    p.add_argument("--write-records", type=int, default=10_000, help="records written through /memories/batch")
+    p.add_argument("--e2e-records", type=int, default=3_000, help="records written with embed=now")
+    p.add_argument("--writers", type=int, default=2, help="concurrent batch-writing clients")
+    p.add_argument("--database", default="engram_bench")
+    p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--seed", type=int, default=7)
+    return p.parse_args()
+
+
+def reset_database(name: str) -> None:
+    import psycopg
+
+    from config.embedded_db import ensure_server
+
+    socket_dir = ensure_server(ROOT)
+    with psycopg.connect(host=socket_dir, user="postgres", dbname="postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def main() -> None:  # noqa: C901 - a linear script, step by step
+    args = parse()
+    os.environ["ENGRAM_DB_NAME"] = args.database
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.table import Table
+
+    console = Console()
+    console.print(f"[bold]Resetting database {args.database}[/]")
+    reset_database(args.database)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connection
+
+    call_command("migrate", verbosity=0)
+    call_command("createcachetable", verbosity=0)
+
+    import numpy as np
+    from pgvector.psycopg import register_vector
+    from psycopg.types.json import Jsonb
+
+    from memory.embedder import get_embedder
+    from memory.indexing import record_search_vector
+    from memory.models import MemoryClass, MemoryRecord, Subject
+    from memory.normalise import fact_hash
+    from memory.policy.classes import pick_class
+    from memory.retrieval.pipeline import RetrieveRequest, memory_retrieve
+    from memory.retrieval.selectors import fact_get
+    from memory.scope import Scope
+    from memory.services.identity import agent_key_create, principal_token_mint, tenant_create
+
+    rng = random.Random(args.seed)
+    progress_columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    tenant = tenant_create(slug="bench")
+    noise = tenant_create(slug="bench-other")  # a second tenant with the same texts: the naive scan must skip it
+    classes = {c.namespace_prefix: c for c in MemoryClass.objects.filter(tenant=tenant)}
+    noise_classes = {c.namespace_prefix: c for c in MemoryClass.objects.filter(tenant=noise)}
+
+    # --- 1. generate --------------------------------------------------------------------------------
+    per_subject = max(1, args.records // args.subjects)
+    subjects = Subject.objects.bulk_create(
+        [Subject(tenant=tenant if i % 10 else noise, external_id=f"usr_{i:05d}") for i in range(args.subjects)])
+    rows: list[dict[str, Any]] = []
+    for subject in subjects:
+        for n in range(per_subject):
+            if n < len(TOPICS):
+                field, ns, kind, value_fn, text_fn, query = TOPICS[n]
+                value = value_fn(rng)
+                text = text_fn(value)
+                query = query or value
+            else:
+                field, ns, kind, value, text, query = trip(rng, n)
+            rows.append({"subject": subject, "field": field, "namespace": ns, "kind": kind, "value": value,
+                         "text": text, "query": query})
+    texts = sorted({r["text"] for r in rows})
+    console.print(f"{len(rows):,} records across {len(subjects):,} subjects; {len(texts):,} distinct texts")
+
+    # --- 2. embed in bulk, COPY ----------------------------------------------------------------------
+    embedder = get_embedder()
+    vectors: dict[str, Any] = {}
+    with Progress(*progress_columns, console=console) as progress:
+        task = progress.add_task("embedding", total=len(texts))
+        started = time.perf_counter()
+        for start in range(0, len(texts), 1024):
+            chunk = texts[start:start + 1024]
+            for text, vec in zip(chunk, embedder.embed(chunk, batch_size=64), strict=True):
+                vectors[text] = np.asarray(vec, dtype=np.float32)
+            progress.advance(task, len(chunk))
+    bulk_embed_rate = len(texts) / (time.perf_counter() - started)
+
+    from django.utils import timezone
+
+    from memory.ids import new_memory_id
+
+    now = timezone.now()
+    columns = ["id", "tenant_id", "subject_id", "namespace", "kind", "memory_type", "field", "fact", "text",
+               "source_type", "confidence", "sensitivity", "memory_class_id", "status", "status_reason",
+               "valid_from", "created_at", "content_hash", "embedding"]
+    types = ["varchar", "int8", "int8", "varchar", "varchar", "varchar", "varchar", "jsonb", "text", "varchar",
+             "varchar", "varchar", "int8", "varchar", "varchar", "timestamptz", "timestamptz", "varchar", "vector"]
+    connection.ensure_connection()
+    raw = connection.connection
+    register_vector(raw)
+    started = time.perf_counter()
+    with Progress(*progress_columns, console=console) as progress:
+        task = progress.add_task("COPY", total=len(rows))
+        with raw.cursor() as cursor, cursor.copy(
+                f"COPY memory_memoryrecord ({', '.join(columns)}) FROM STDIN WITH (FORMAT BINARY)") as copy:
+            copy.set_types(types)
+            for i, r in enumerate(rows):
+                subject = r["subject"]
+                own = classes if subject.tenant_id == tenant.pk else noise_classes
+                memory_class = pick_class(own, r["namespace"])
+                assert memory_class is not None
+                r["id"] = new_memory_id()
+                copy.write_row([r["id"], subject.tenant_id, subject.pk, r["namespace"], r["kind"],
+                                "episodic" if r["kind"] == "episode" else "semantic", r["field"],
+                                Jsonb({"field": r["field"], "value": r["value"]}), r["text"],
+                                "explicit_user_statement", "confirmed", memory_class.sensitivity, memory_class.pk,
+                                "active", "", now, now, fact_hash(r["field"], r["value"]), vectors[r["text"]]])
+                if i % 5000 == 0:
+                    progress.update(task, completed=i)
+            progress.update(task, completed=len(rows))
+    raw.commit() if not connection.get_autocommit() else None
+    copy_seconds = time.perf_counter() - started
+    console.print("full-text vectors ...")
+    started = time.perf_counter()
+    MemoryRecord.objects.filter(search_vector__isnull=True).update(search_vector=record_search_vector())
+    fts_seconds = time.perf_counter() - started
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memory_memoryrecord")
+    console.print(f"COPY {len(rows) / copy_seconds:,.0f} rows/s; text vectors {fts_seconds:.1f} s")
+
+    # --- 3. the HTTP server --------------------------------------------------------------------------
+    _, raw_key = agent_key_create(tenant=tenant, name="bench", permissions=["read", "write"])
+    env = {**os.environ, "ENGRAM_DB_NAME": args.database, "ENGRAM_LOG_LEVEL": "WARNING"}
+    server = subprocess.Popen([sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind",
+                               f"127.0.0.1:{args.port}", "--workers", "2", "--timeout", "300",
+                               "--log-level", "warning"], cwd=ROOT, env=env)
+    try:
+        results = run_measurements(args, console, tenant, subjects, rows, raw_key, bulk_embed_rate,
+                                   memory_retrieve, RetrieveRequest, fact_get, Scope, principal_token_mint,
+                                   connection, embedder)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    results["load"] = {"records": len(rows), "subjects": len(subjects), "distinct_texts": len(texts),
+                       "copy_rows_per_s": round(len(rows) / copy_seconds), "text_vectors_s": round(fts_seconds, 2),
+                       "bulk_embed_sentences_per_s": round(bulk_embed_rate, 1)}
+    report(console, Table, results, args)
+
+
+def http_call(port: int, method: str, path: str, headers: dict[str, str], body: Any = None) -> tuple[int, Any, float]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+    data = json.dumps(body).encode() if body is not None else None
+    hdrs = {**headers, "Content-Type": "application/json"} if data else headers
+    started = time.perf_counter()
+    conn.request(method, path, body=data, headers=hdrs)
+    response = conn.getresponse()
+    payload = response.read()
+    elapsed = (time.perf_counter() - started) * 1000.0
+    conn.close()
+    return response.status, json.loads(payload) if payload else None, elapsed
+
+
+def run_measurements(args: Any, console: Any, tenant: Any, subjects: list[Any], rows: list[dict[str, Any]],
+                     raw_key: str, bulk_embed_rate: float, memory_retrieve: Any, RetrieveRequest: Any,
+                     fact_get: Any, Scope: Any, principal_token_mint: Any, connection: Any,
+                     embedder: Any) -> dict[str, Any]:
+    from django.utils import timezone
+
+    from memory.retrieval import candidates as legs
+
+    for _ in range(100):
+        try:
+            if http_call(args.port, "GET", "/api/v1/health", {})[0] == 200:
+                break
+        except OSError:
+            time.sleep(0.3)
+    rng = random.Random(args.seed + 1)
+    auth = {"Authorization": f"Bearer {raw_key}"}
+
+    def headers_for(external_id: str) -> dict[str, str]:
+        token, _, _ = principal_token_mint(tenant=tenant, subject_external_id=external_id, ttl=3600)
+        return {**auth, "X-Engram-Principal": token}
+
+    # --- 4. bulk writes --------------------------------------------------------------------------------
+    def batch_items(prefix: str, count: int) -> list[tuple[str, list[dict[str, Any]]]]:
+        out = []
+        for b in range(0, count, 500):
+            external_id = f"{prefix}_{b // 500:03d}"
+            items = []
+            for n in range(b, min(count, b + 500)):
+                field, ns, kind, value_fn, text_fn, _ = TOPICS[n % len(TOPICS)]
+                value = f"{value_fn(rng)} #{n}"
+                items.append({"namespace": ns.split("/"), "kind": kind, "fact": {"field": f"{field}_{n}",
+                              "value": value}, "text": f"{text_fn(value)} (note {n})",
+                              "source": {"type": "explicit_user_statement", "event_id": f"evt_{prefix}_{n}"}})
+            out.append((external_id, items))
+        return out
+
+    batches = batch_items("writer", args.write_records)
+    prepared = [(headers_for(eid), items) for eid, items in batches]
+    http_call(args.port, "POST", "/api/v1/memories/batch", prepared[0][0], {"items": prepared[0][1][:5]})  # warm
+    from concurrent.futures import ThreadPoolExecutor
+
+    def post_batch(job: tuple[dict[str, str], list[dict[str, Any]]]) -> int:
+        status, body, _ = http_call(args.port, "POST", "/api/v1/memories/batch", job[0], {"items": job[1]})
+        assert status == 200, body
+        return int(body["created"] + body["existing"])
+
+    # Two clients, one per gunicorn worker (one per core): each call is one transaction of 500 items.
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=args.writers) as pool:
+        written = sum(pool.map(post_batch, prepared))
+    write_seconds = time.perf_counter() - started
+    searchable = 0
+    from memory.models import MemoryRecord
+
+    searchable = MemoryRecord.objects.filter(subject__external_id__startswith="writer_",
+                                             search_vector__isnull=False).count()
+    e2e = batch_items("e2e", args.e2e_records)
+    e2e_prepared = [(headers_for(eid), items) for eid, items in e2e]
+    # The embedder's own batched throughput on the same texts, in this run (the floor).
+    e2e_texts = [i["text"] for _, items in e2e for i in items]
+    embedder.embed(e2e_texts[:64])
+    started = time.perf_counter()
+    embedder.embed(e2e_texts, batch_size=64)
+    embed_rate = len(e2e_texts) / (time.perf_counter() - started)
+    http_call(args.port, "POST", "/api/v1/memories/batch", e2e_prepared[0][0],
+              {"items": batch_items("warm", 64)[0][1], "embed": "now"})
+    started = time.perf_counter()
+    for headers, items in e2e_prepared:
+        status, body, _ = http_call(args.port, "POST", "/api/v1/memories/batch", headers,
+                                    {"items": items, "embed": "now"})
+        assert status == 200 and body["created"] == len(items), body
+    e2e_seconds = time.perf_counter() - started
+    embedded = MemoryRecord.objects.filter(subject__external_id__startswith="e2e_", embedding__isnull=False).count()
+    writes = {
+        "batch_records": written, "batch_seconds": round(write_seconds, 2), "writers": args.writers,
+        "durable_searchable_per_s": round(written / write_seconds, 1), "lexically_searchable": searchable,
+        "e2e_records": embedded, "e2e_seconds": round(e2e_seconds, 2),
+        "e2e_per_s": round(len(e2e_texts) / e2e_seconds, 1), "embedder_per_s": round(embed_rate, 1),
+        "e2e_vs_embedder": round(len(e2e_texts) / e2e_seconds / embed_rate, 3),
+        "embeddings_pending_after_worker_mode": MemoryRecord.objects.filter(
+            subject__external_id__startswith="writer_", embedding__isnull=True).count(),
+    }
+    console.print(writes)
+
+    # --- 5. latency ----------------------------------------------------------------------------------
+    by_subject: dict[int, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r["subject"].tenant_id == tenant.pk:
+            by_subject.setdefault(r["subject"].pk, []).append(r)
+    sample_subjects = [s for s in subjects if s.tenant_id == tenant.pk]
+    picks = []
+    for _ in range(args.queries + 10):
+        subject = rng.choice(sample_subjects)
+        picks.append((subject, rng.choice(by_subject[subject.pk])))
+    scope_cache: dict[int, Any] = {}
+    headers_cache: dict[int, dict[str, str]] = {}
+    key_id = None
+    from memory.models import AgentKey
+
+    key_id = AgentKey.objects.get(tenant=tenant, name="bench").pk
+
+    def scope_for(subject: Any) -> Any:
+        if subject.pk not in scope_cache:
+            scope_cache[subject.pk] = Scope(tenant_id=tenant.pk, subject_id=subject.pk,
+                                            subject_external_id=subject.external_id,
+                                            permissions=frozenset({"read", "write"}), namespaces=None,
+                                            actor=f"agent_key:{key_id}", agent_key_id=key_id)
+            headers_cache[subject.pk] = headers_for(subject.external_id)
+        return scope_cache[subject.pk]
+
+    timings: dict[str, list[float]] = {k: [] for k in ("retrieve_api", "retrieve_selector", "retrieve_naive",
+                                                       "facts_api", "facts_selector", "facts_naive")}
+    recall: list[float] = []
+    underfilled = 0
+    found_target = 0
+    from memory.models import RecordStatus
+
+    with connection.cursor() as cursor:
+        for i, (subject, row) in enumerate(picks):
+            warm = i < 10
+            scope = scope_for(subject)
+            headers = headers_cache[subject.pk]
+            status, body, ms = http_call(args.port, "POST", "/api/v1/retrieve", headers, {"query": row["query"]})
+            assert status == 200, body
+            if not warm:
+                timings["retrieve_api"].append(ms)
+                found_target += any(p["memory_id"] == row["id"] for p in body["packets"])
+            started = time.perf_counter()
+            memory_retrieve(scope=scope, request=RetrieveRequest(query=row["query"]))
+            if not warm:
+                timings["retrieve_selector"].append((time.perf_counter() - started) * 1000.0)
+            ns, field = row["namespace"], row["field"]
+            status, body, ms = http_call(args.port, "GET", f"/api/v1/facts?namespace={ns}&field={field}", headers)
+            assert status == 200 and body["memory_id"] == row["id"], body
+            if not warm:
+                timings["facts_api"].append(ms)
+            started = time.perf_counter()
+            fact_get(scope=scope, namespace=ns, field=field)
+            if not warm:
+                timings["facts_selector"].append((time.perf_counter() - started) * 1000.0)
+            # Naive: exact distance to every row of the table, then the scope applied in Python.
+            vector = embedder.embed_query(row["query"])
+            literal = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+            started = time.perf_counter()
+            cursor.execute("SELECT id, tenant_id, subject_id, status, valid_until FROM memory_memoryrecord "
+                           "WHERE embedding IS NOT NULL ORDER BY embedding <=> %s::vector", [literal])
+            now = timezone.now()
+            naive = []
+            for rid, tid, sid, st, until in cursor.fetchall():
+                if tid == tenant.pk and sid == subject.pk and st == RecordStatus.ACTIVE and (
+                        until is None or until > now):
+                    naive.append(rid)
+                    if len(naive) == 10:
+                        break
+            if not warm:
+                timings["retrieve_naive"].append((time.perf_counter() - started) * 1000.0)
+            started = time.perf_counter()
+            cursor.execute("SELECT id, tenant_id, subject_id, namespace, status FROM memory_memoryrecord "
+                           "WHERE field = %s", [field])
+            hits = [r for r in cursor.fetchall() if r[1] == tenant.pk and r[2] == subject.pk and r[3] == ns
+                    and r[4] == RecordStatus.ACTIVE]
+            assert hits
+            if not warm:
+                timings["facts_naive"].append((time.perf_counter() - started) * 1000.0)
+            ours = [r.pk for r in legs.semantic(scope, legs.Filters(namespaces=None), vector, 10)]
+            recall.append(len(set(ours) & set(naive)) / max(1, len(naive)))
+            underfilled += len(ours) < min(10, len(by_subject[subject.pk]))
+    summary = {k: {"p50_ms": round(statistics.median(v), 2), "p95_ms": round(pct(v, 0.95), 2), "n": len(v)}
+               for k, v in timings.items()}
+    for kind in ("retrieve", "facts"):
+        naive = summary[f"{kind}_naive"]["p50_ms"]
+        for where in ("api", "selector"):
+            summary[f"{kind}_{where}"]["naive_p50_over_this_p50"] = round(naive / summary[f"{kind}_{where}"]["p50_ms"],
+                                                                          2)
+    return {"latency": summary, "writes": writes,
+            "quality": {"vector_leg_recall_at_10_vs_exact": round(statistics.mean(recall), 4),
+                        "vector_leg_underfilled_queries": underfilled,
+                        "target_record_in_packets": round(found_target / args.queries, 3)}}
+
+
+def report(console: Any, Table: Any, results: dict[str, Any], args: Any) -> None:
+    load = results["load"]
+    table = Table(title=f"Retrieval at {load['records']:,} records / {load['subjects']:,} subjects "
+                        f"({args.queries} queries)")
+    for column in ("measurement", "p50 ms", "p95 ms", "naive p50 / this p50"):
+        table.add_column(column, justify="right" if column != "measurement" else "left")
+    for name, row in results["latency"].items():
+        ratio = row.get("naive_p50_over_this_p50")
+        table.add_row(name, f"{row['p50_ms']:.2f}", f"{row['p95_ms']:.2f}", f"{ratio:.1f}x" if ratio else "baseline")
+    console.print(table)
+    writes = Table(title="Bulk writes (POST /api/v1/memories/batch, 500 items per call)")
+    writes.add_column("measurement")
+    writes.add_column("value", justify="right")
+    w = results["writes"]
+    writes.add_row(f"durable + lexically searchable (embed=worker, {w['writers']} clients)",
+                   f"{w['durable_searchable_per_s']:,.0f} records/s")
+    writes.add_row("end to end with embeddings (embed=now)", f"{w['e2e_per_s']:,.0f} records/s")
+    writes.add_row("embedder alone, batched, same texts", f"{w['embedder_per_s']:,.0f} sentences/s")
+    writes.add_row("end to end / embedder", f"{w['e2e_vs_embedder']:.0%}")
+    console.print(writes)
+    console.print(results["quality"])
+    out = ROOT / "bench" / "results" / f"retrieval-{time.strftime('%Y%m%dT%H%M%S')}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    results["command"] = "bench/retrieval.py " + " ".join(sys.argv[1:])
+    out.write_text(json.dumps(results, indent=2))
+    console.print(f"written {out}")
+
+
+if __name__ == "__main__":
+    main()
