@@ -13,6 +13,7 @@ written together in one transaction, so a batch is never half-written.
 from __future__ import annotations
 
 from collections import defaultdict
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +47,7 @@ from memory.services.writes import OUTCOME_SOURCE_TYPES, RecordInput, _require, 
 from memory.tombstones import is_tombstoned
 
 MAX_BATCH = 500
+_EMBEDDING_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch-embed")
 
 
 @dataclass
@@ -114,6 +116,9 @@ def memory_write_batch(*, scope: Scope, items: list[RecordInput], embed_now: boo
     _require(scope, WRITE)
     if len(items) > MAX_BATCH:
         raise InvalidInput(f"A batch holds at most {MAX_BATCH} items.", code="batch_too_large")
+    # The model call overlaps the gates and the database work below (torch releases the GIL). An item
+    # refused later (a secret, say) only had a vector computed in memory; nothing of it is stored.
+    vectors = _EMBEDDING_POOL.submit(get_embedder().embed, [i.text for i in items]) if embed_now else None
     classes = {c.namespace_prefix: c for c in MemoryClass.objects.filter(tenant_id=scope.tenant_id)}
     scan_cache: dict[str, list[str]] = {}
     results = [ItemResult(index=i) for i in range(len(items))]
@@ -129,7 +134,7 @@ def memory_write_batch(*, scope: Scope, items: list[RecordInput], embed_now: boo
     pending = _drop_tombstoned(scope, pending)
     fresh = _claim_events(scope, pending)
     if fresh:
-        _store(scope, fresh, embed_now=embed_now)
+        _store(scope, fresh, vectors=vectors)
     for p in pending:  # a repeated event id in one batch gets the first item's answer, as a replay
         if p.twin_of is not None and p.result.error is None:
             p.result.error, p.result.record = p.twin_of.result.error, p.twin_of.result.record
@@ -210,7 +215,7 @@ def _replay(replays: dict[str, _Pending]) -> None:
                                            code="idempotency_conflict")
 
 
-def _store(scope: Scope, fresh: list[_Pending], *, embed_now: bool) -> None:
+def _store(scope: Scope, fresh: list[_Pending], *, vectors: Future[list[list[float]]] | None) -> None:
     """writes.store_confirmed for many items: lock, read heads, decide in order, write in bulk."""
     keys = {(p.item.namespace, p.item.field) for p in fresh}
     _lock_keys(scope, keys)
@@ -274,11 +279,11 @@ def _store(scope: Scope, fresh: list[_Pending], *, embed_now: bool) -> None:
         p.audit = {"event_id": p.event.pk if p.event else None,
                    "outcome": decision.outcome.value, "reason": decision.reason, "superseded": superseded,
                    "conflict_with": conflict_with}
-    to_embed = [(r, p.item.text) for r, p in zip(records, fresh, strict=True) if p.memory_class.embed]
-    if embed_now and to_embed:
-        vectors = get_embedder().embed([text for _, text in to_embed])
-        for (record, _), vector in zip(to_embed, vectors, strict=True):
-            record.embedding = vector
+    to_embed = [(r, p.result.index) for r, p in zip(records, fresh, strict=True) if p.memory_class.embed]
+    if vectors is not None and to_embed:
+        computed = vectors.result()
+        for record, index in to_embed:
+            record.embedding = computed[index]
     new_ids = {r.pk for r in records}
     # Heads written earlier by this batch are inserted with their final status; older ones are updated.
     MemoryRecord.objects.bulk_create(records, batch_size=MAX_BATCH)
