@@ -223,8 +223,10 @@ def _store(scope: Scope, fresh: list[_Pending], *, vectors: Future[list[list[flo
     for ns, f in keys:
         key_q |= Q(namespace=ns, field=f)
     heads: dict[tuple[str, str], list[MemoryRecord]] = defaultdict(list)
-    for head in (MemoryRecord.objects.for_scope(scope).live().filter(key_q, confidence=Confidence.CONFIRMED)
-                 .select_for_update(of=("self",)).order_by("-created_at")):
+    # As writes._live_heads: every head of the subject's keys, not only those the writer may read.
+    for head in (MemoryRecord.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id).live()
+                 .filter(key_q, confidence=Confidence.CONFIRMED).select_for_update(of=("self",))
+                 .order_by("-created_at")):
         heads[(head.namespace, head.field)].append(head)
     subject = Subject.objects.get(pk=scope.subject_id)
     now = timezone.now()
