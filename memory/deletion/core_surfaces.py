@@ -12,7 +12,8 @@ import json
 from typing import Any
 
 from django.core.cache import cache
-from django.db.models import Q
+from django.db.models import Q, TextField
+from django.db.models.functions import Cast
 
 from memory.deletion.registry import DeletionTarget, purge_surface, read_check
 from memory.models import AuditEntry, Candidate, Event, MemoryRecord, RecordStatus, Subject, Tombstone
@@ -24,9 +25,24 @@ def _records(target: DeletionTarget) -> Any:
     return qs if target.whole_subject else qs.filter(pk__in=target.memory_ids)
 
 
+def _forms(markers: tuple[str, ...]) -> set[str]:
+    """Each marker as written and as it appears inside JSON text (quotes and backslashes escaped)."""
+    return {f for m in markers for f in (m, json.dumps(m, ensure_ascii=False)[1:-1])}
+
+
 def _contains_marker(value: Any, markers: tuple[str, ...]) -> bool:
     text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
-    return any(m in text for m in markers)
+    return any(m in text for m in _forms(markers))
+
+
+def _quoting(qs: Any, field: str, markers: tuple[str, ...]) -> Any:
+    """Rows whose JSON ``field`` quotes a marker, found in SQL (the text form of the JSON)."""
+    if not markers:
+        return qs.none()
+    match = Q(pk__in=[])
+    for marker in _forms(markers):
+        match |= Q(_json_text__icontains=marker)
+    return qs.annotate(_json_text=Cast(field, TextField())).filter(match)
 
 
 @purge_surface("candidates", order=10)
@@ -43,8 +59,9 @@ def purge_candidates(target: DeletionTarget) -> int:
         qs = qs.filter(match)
     # Other candidates' evidence may quote the deleted words (a merge copies evidence): blank those.
     touched = 0
-    for c in Candidate.objects.filter(tenant_id=target.tenant_id, subject_id=target.subject_id).exclude(
-            pk__in=qs.values("pk")).only("pk", "evidence"):
+    quoting = _quoting(Candidate.objects.filter(tenant_id=target.tenant_id, subject_id=target.subject_id),
+                       "evidence", target.markers)
+    for c in quoting.exclude(pk__in=qs.values("pk")).only("pk", "evidence"):
         kept = [e for e in c.evidence if not _contains_marker(e, target.markers)]
         if len(kept) != len(c.evidence):
             Candidate.objects.filter(pk=c.pk).update(evidence=kept)
@@ -69,8 +86,8 @@ def purge_audit(target: DeletionTarget) -> int:
         return 0
     touched = 0
     rows = AuditEntry.objects.filter(tenant_id=target.tenant_id).filter(
-        Q(subject_id=target.subject_id) | Q(object_id__in=target.memory_ids)).only("pk", "data")
-    for row in rows:
+        Q(subject_id=target.subject_id) | Q(object_id__in=target.memory_ids))
+    for row in _quoting(rows, "data", target.markers).only("pk", "data"):
         if isinstance(row.data, dict) and _contains_marker(row.data, target.markers):
             clean = {k: v for k, v in row.data.items() if not _contains_marker(v, target.markers)}
             AuditEntry.objects.filter(pk=row.pk).update(data={**clean, "redacted": True})
@@ -216,6 +233,31 @@ def check_facts(target: DeletionTarget) -> list[str]:
             continue
         hits += _payload_hits([dict(record_payload(record))], target.markers)
     return hits
+
+
+@read_check("retrieve")
+def check_retrieve(target: DeletionTarget) -> list[str]:
+    """Retrieve with each deleted sentence as the query: no packet may serve a marker or a deleted id.
+
+    The check's own retrieval log and cached query embedding would quote the marker, so both go
+    before the check returns."""
+    try:
+        from memory.retrieval.models import RetrievalLog
+        from memory.retrieval.pipeline import RetrieveRequest, memory_retrieve
+    except ImportError:
+        return []
+    from memory.embedder import get_embedder
+
+    queries = sorted({m for m in target.markers if len(m) >= 8})[:5] or list(target.markers[:1])
+    hits: list[str] = []
+    for query in queries:
+        result = memory_retrieve(scope=_scope(target), request=RetrieveRequest(query=query, limit=20))
+        RetrievalLog.objects.filter(pk=result.retrieval_id).delete()
+        for packet in result.packets:
+            if packet.get("memory_id") in target.memory_ids or _contains_marker(packet, target.markers):
+                hits.append(str(packet.get("memory_id") or packet.get("id") or "packet"))
+    get_embedder().clear_query_cache()
+    return sorted(set(hits))
 
 
 @read_check("tombstone")

@@ -79,7 +79,7 @@ def _markers_of(fact: Any, text: str, event_text: str = "") -> list[str]:
     return [m for m in out if m and len(m.strip()) >= MIN_MARKER_CHARS]
 
 
-def _plan_records(records: list[MemoryRecord], external_id: str, tenant_id: int) -> _Plan:
+def _plan_records(records: list[MemoryRecord]) -> _Plan:
     memory_ids = [r.pk for r in records]
     events = {e.pk: e for e in Event.objects.filter(
         pk__in=[r.source_event_id for r in records if r.source_event_id])}
@@ -216,7 +216,7 @@ def memory_delete(*, scope: Scope, memory_id: str) -> DeletionJob:
         return _requeue_if_failed(job)
     if record.status == RecordStatus.DELETED:
         raise NotFound(f"No memory '{memory_id}' in this scope.")
-    plan = _plan_records(_with_history(record), scope.subject_external_id, scope.tenant_id)
+    plan = _plan_records(_with_history(record))
     try:
         with transaction.atomic():
             return _create_job(scope=scope, kind=DeletionJob.Kind.MEMORY, plan=plan, memory_id=memory_id)
@@ -237,7 +237,7 @@ def subject_erase(*, scope: Scope) -> DeletionJob:
     if running is not None:
         return _requeue_if_failed(running)
     records = list(MemoryRecord.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id))
-    plan = _plan_records(records, scope.subject_external_id, scope.tenant_id)
+    plan = _plan_records(records)
     plan.event_ids = sorted(set(plan.event_ids) | set(
         Event.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id).values_list("pk", flat=True)))
     for c in Candidate.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id):
@@ -254,7 +254,7 @@ def retention_delete(*, records: list[MemoryRecord]) -> DeletionJob | None:
     subject = Subject.objects.get(pk=records[0].subject_id)
     scope = Scope(tenant_id=subject.tenant_id, subject_id=subject.pk, subject_external_id=subject.external_id,
                   permissions=frozenset({"read", "write"}), namespaces=None, actor="system:retention")
-    plan = _plan_records(records, subject.external_id, subject.tenant_id)
+    plan = _plan_records(records)
     return _create_job(scope=scope, kind=DeletionJob.Kind.RETENTION, plan=plan)
 
 
