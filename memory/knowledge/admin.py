@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
@@ -13,8 +14,25 @@ from memory.admin import ReadOnlyAdmin
 from memory.knowledge.models import AccessDomain, Chunk, Document
 
 
+class AccessDomainForm(forms.ModelForm):
+    class Meta:
+        model = AccessDomain
+        fields = ["tenant", "name", "description", "all_subjects", "readers", "reader_kinds"]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        tenant = data.get("tenant") or getattr(self.instance, "tenant", None)
+        foreign = [s for s in data.get("readers") or [] if tenant is not None and s.tenant_id != tenant.pk]
+        if foreign:
+            # Harmless in SQL (every read also checks the tenant) but always a mistake.
+            raise forms.ValidationError("Readers must be subjects of the domain's tenant: "
+                                        + ", ".join(s.external_id for s in foreign))
+        return data
+
+
 @admin.register(AccessDomain)
 class AccessDomainAdmin(admin.ModelAdmin):
+    form = AccessDomainForm
     list_display = ["name", "tenant", "all_subjects", "reader_kinds", "created_at"]
     list_filter = ["tenant", "all_subjects"]
     list_select_related = ["tenant"]

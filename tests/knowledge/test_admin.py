@@ -33,3 +33,14 @@ def test_documents_and_chunks_are_listed_but_not_editable(admin_client, agent, h
     assert admin_client.get("/admin/knowledge/document/add/").status_code == 403
     assert admin_client.post(f"/admin/knowledge/document/{document_id}/delete/", {"post": "yes"}).status_code == 403
     assert admin_client.get(f"/admin/knowledge/accessdomain/{handbook.pk}/delete/").status_code == 403
+
+
+def test_it_refuses_readers_from_another_tenant(admin_client, tenant, foreign_agent):
+    response = admin_client.post("/admin/knowledge/accessdomain/add/", {
+        "tenant": tenant.pk, "name": "legal", "description": "", "readers": [foreign_agent.subject.pk],
+        "reader_kinds": "",
+    })
+
+    assert response.status_code == 200
+    assert "Readers must be subjects of the domain&#x27;s tenant" in response.content.decode()
+    assert not AccessDomain.objects.filter(name="legal").exists()

@@ -79,6 +79,21 @@ def test_it_removes_the_document_from_every_surface(agent, make_agent, make_doma
     assert AuditEntry.objects.filter(action="document.delete", object_id=str(document_id)).exists()
 
 
+def test_the_job_status_is_readable_at_its_status_url_by_the_deleter_only(agent, make_agent, tenant, handbook):
+    document_id = agent.post(URL, doc_body()).json()["document_id"]
+    deleted = agent.delete(f"{URL}/{document_id}").json()
+    colleague = make_agent(tenant, "usr_colleague")
+
+    status = agent.get(deleted["status_url"])
+
+    assert status.status_code == 200, status.json()
+    body = status.json()
+    assert body["deletion_id"] == deleted["deletion_id"]
+    assert body["kind"] == "document" and body["status"] == "completed"
+    assert {s["name"] for s in body["steps"]} >= {"knowledge_chunks", "knowledge_document", "verification"}
+    assert colleague.get(deleted["status_url"]).status_code == 404
+
+
 def test_deleting_again_returns_the_same_job(agent, handbook):
     document_id = agent.post(URL, doc_body()).json()["document_id"]
     first = agent.delete(f"{URL}/{document_id}").json()

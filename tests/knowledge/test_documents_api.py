@@ -208,3 +208,8 @@ def test_it_lets_every_subject_of_a_kind_or_the_whole_tenant_read(make_agent, ma
     project = make_agent(tenant, "prj_apollo")
     assert project.post(URL, doc_body(access_domain="projects")).status_code == 201
     assert {d["access_domain"] for d in project.get(URL).json()["results"]} == {"public", "projects"}
+
+
+def test_an_out_of_range_document_id_is_a_plain_404(agent, handbook):
+    assert agent.get(f"{URL}/99999999999999999999999").status_code == 404
+    assert agent.delete(f"{URL}/99999999999999999999999").status_code == 404
