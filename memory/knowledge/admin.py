@@ -20,7 +20,7 @@ class AccessDomainForm(forms.ModelForm):
         fields = ["tenant", "name", "description", "all_subjects", "readers", "reader_kinds"]
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         tenant = data.get("tenant") or getattr(self.instance, "tenant", None)
         foreign = [s for s in data.get("readers") or [] if tenant is not None and s.tenant_id != tenant.pk]
         if foreign:
