@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memory.models import MemoryRecord
+from tests.conftest import memory_body
 from tests.retrieval.conftest import RETRIEVE, retrieve
 
 pytestmark = pytest.mark.django_db
@@ -214,3 +215,31 @@ def test_it_filters_by_kind_type_and_field(agent, remember):
     assert [p["memory_id"] for p in retrieve(agent, "aisle seat", kinds=["episode"])["packets"]] == [trip]
     assert [p["memory_id"] for p in retrieve(agent, "aisle seat", types=["episodic"])["packets"]] == [trip]
     assert [p["memory_id"] for p in retrieve(agent, "aisle seat", filters={"fields": "trip"})["packets"]] == [trip]
+
+
+def test_it_serves_a_retrievable_candidate_marked_as_candidate(agent, sync_tasks, django_capture_on_commit_callbacks):
+    # user/inferred serves unreviewed candidates by class policy; consolidation (run by the real task) keeps it.
+    with django_capture_on_commit_callbacks(execute=True):
+        response = agent.post("/api/v1/candidates", memory_body(
+            namespace=["user", "inferred"], kind="preference", fact={"field": "likes_trains", "value": True},
+            text="Seems to prefer trains over short flights",
+            source={"type": "model_inferred", "event_id": "evt_inferred_1"}))
+    assert response.status_code == 202, response.json()
+    record = MemoryRecord.objects.get(confidence="candidate")
+
+    packets = retrieve(agent, "Does the user like taking the train?")["packets"]
+
+    packet = next(p for p in packets if p["memory_id"] == record.pk)
+    assert packet["status"] == "candidate"
+
+
+def test_it_never_serves_a_candidate_of_a_class_that_does_not_allow_it(agent, remember):
+    remember(agent, "Prefers aisle seats", field="seat_preference", value="aisle")
+    # A candidate record left in a class that does not serve candidates (e.g. policy changed later).
+    record = MemoryRecord.objects.get()
+    MemoryRecord.objects.filter(pk=record.pk).update(confidence="candidate")
+
+    body = retrieve(agent, "aisle seats")
+
+    assert body["packets"] == []
+    assert body["dropped"]["candidate_not_retrievable"] == 1
