@@ -27,9 +27,9 @@ def _scope(tenant, external_id):
 
 @pytest.fixture
 def crowd(tenant, sync_tasks, django_capture_on_commit_callbacks):
-    """40 subjects; subject i owns i % 13 records, all embedded, in one tenant (a selective scope)."""
+    """26 subjects; subject i owns i % 13 records, all embedded, in one tenant (a selective scope)."""
     scopes = {}
-    for i in range(40):
+    for i in range(26):
         scope = _scope(tenant, f"usr_{i}")
         items = [RecordInput(namespace="user/profile", kind="preference", field=f"{TOPICS[j]}_{i}",
                              value=f"v{j}", text=f"Subject {i} has a {TOPICS[j]} preference number {j}",
