@@ -83,3 +83,12 @@ def test_the_hourly_schedule_exists():
 
     assert schedule.func == "memory.deletion.tasks.purge_expired"
     assert schedule.schedule_type == Schedule.HOURLY and schedule.repeats == -1
+
+
+def test_the_scheduled_task_runs_the_same_sweep(agent):
+    from memory.deletion.tasks import purge_expired
+
+    old = _episode(agent, 100, "evt_old")
+
+    assert purge_expired()["expired"] == 1
+    assert MemoryRecord.objects.get(pk=old).status == "expired"
