@@ -20,7 +20,8 @@ def notes_provider():
     @sources.register_provider("notes_test")
     def notes(scope, query):
         seen.append((scope.subject_id, query.text, query.limit))
-        return [sources.SourceItem(source="notes_test", item_id="note_1", text="Boarding usually starts 40 minutes early",
+        text = "Boarding usually starts 40 minutes early"
+        return [sources.SourceItem(source="notes_test", item_id="note_1", text=text,
                                    packet={"kind": "note", "status": "confirmed"}, lexical_rank=1, semantic_rank=1,
                                    semantic_similarity=0.8, source_date=dt.datetime(2026, 5, 1, tzinfo=dt.UTC))]
 
