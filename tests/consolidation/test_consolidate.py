@@ -193,3 +193,15 @@ def test_it_drops_its_result_when_the_record_that_appeared_says_the_same(agent, 
     assert apply_snapshot(snapshot) == "discarded"
     assert codes(candidate) == ["equal_to_active"]
     assert "appeared during consolidation" in candidate.reasons[0]["detail"]
+
+
+def test_the_task_entry_point_runs_the_pipeline_in_sync_mode(agent, tenant):
+    from django_q.tasks import async_task
+
+    candidate = submit(agent)
+    MemoryClass.objects.filter(tenant=tenant, name="travel_preferences").update(model_permission="none")
+
+    async_task("memory.tasks.consolidate_candidate", candidate.pk, sync=True)
+
+    assert codes(candidate) == ["class_not_allowed"]
+    assert candidate.status == "rejected"
