@@ -1,0 +1,75 @@
+"""manage.py evaluate: play the versioned scenario suite against fresh, isolated tenants and report.
+
+    manage.py evaluate [--profile fast|full] [--scenario NAME ...] [--json PATH] [--html PATH] [--keep]
+    manage.py evaluate --via-api http://127.0.0.1:8000 --api-key egk_… [--api-key-b egk_…]
+
+Exit status 1 when a must-be-1.0 metric (isolation, staleness, deletion) is below 1.0, another metric
+misses the threshold in memory/evaluation/scenarios/suite.yaml, or an adversarial case fails.
+Metric definitions: docs/evaluation.md.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+
+class Command(BaseCommand):
+    help = "Measure the memory system on the scenario suite (metrics + adversarial cases)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--profile", choices=["fast", "full"], default="fast")
+        parser.add_argument("--scenario", action="append", dest="scenarios", metavar="NAME",
+                            help="Run only these scenarios (repeatable).")
+        parser.add_argument("--json", dest="json_path", metavar="PATH", help="Write the report as JSON.")
+        parser.add_argument("--html", dest="html_path", metavar="PATH", help="Write the HTML report.")
+        parser.add_argument("--keep", action="store_true", help="Keep the run's tenants/subjects afterwards.")
+        parser.add_argument("--via-api", metavar="URL", help="Drive the HTTP API of a running server instead.")
+        parser.add_argument("--api-key", default=os.environ.get("ENGRAM_EVAL_KEY"),
+                            help="--via-api: agent key with read, write, propose and mint (env ENGRAM_EVAL_KEY).")
+        parser.add_argument("--api-key-b", default=os.environ.get("ENGRAM_EVAL_KEY_B"),
+                            help="--via-api: a mint key of a second tenant, for cross-tenant probes "
+                                 "(env ENGRAM_EVAL_KEY_B).")
+        parser.add_argument("--no-fail", action="store_true", help="Exit 0 even when the suite fails.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        from rich.console import Console
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        from memory.evaluation.evaluate import run_evaluation
+        from memory.evaluation.realm import ApiRealm, InProcessRealm, Realm
+        from memory.evaluation.report import print_table, write_html, write_json
+        from memory.evaluation.suite import SuiteError, load_suite
+
+        try:
+            suite = load_suite(options["profile"], names=options["scenarios"])
+        except SuiteError as exc:
+            raise CommandError(str(exc)) from exc
+        realm: Realm
+        if options["via_api"]:
+            if not options["api_key"]:
+                raise CommandError("--via-api needs --api-key (or ENGRAM_EVAL_KEY) with read/write/propose/mint.")
+            realm = ApiRealm(options["via_api"], options["api_key"], options["api_key_b"])
+            mode = f"via-api {options['via_api']}"
+        else:
+            realm = InProcessRealm()
+            mode = "in-process"
+        console = Console(file=self.stdout, force_terminal=False, width=160)
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                      console=console, transient=True) as bar:
+            task = bar.add_task("starting", total=None)
+            report = run_evaluation(realm=realm, suite=suite, profile=options["profile"], mode=mode,
+                                    keep=options["keep"],
+                                    progress=lambda message: bar.update(task, description=message))
+        print_table(report, console)
+        if options["json_path"]:
+            write_json(report, Path(options["json_path"]))
+            console.print(f"JSON report: {options['json_path']}")
+        if options["html_path"]:
+            write_html(report, Path(options["html_path"]))
+            console.print(f"HTML report: {options['html_path']}")
+        if not report.ok and not options["no_fail"]:
+            raise CommandError("The evaluation failed: see the failing metrics and cases above.", returncode=1)
