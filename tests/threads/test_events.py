@@ -217,3 +217,12 @@ def test_reading_a_page_of_events_takes_two_queries_whatever_its_size(agent, thr
 
     with django_assert_num_queries(2):  # the thread (scope check), then the page
         assert len(thread_events(scope=agent_scope(agent), thread_id=thread_id, limit=25)) == 25
+
+
+@pytest.mark.parametrize("key", ["   ", "k" * 201])
+def test_an_unusable_idempotency_key_is_400(agent, thread_id, key):
+    response = append(agent, thread_id, "Hello.", key=key)
+
+    assert response.status_code == 400
+    assert response.json()["code"] == "invalid_idempotency_key"
+    assert ThreadEvent.objects.count() == 0
