@@ -16,7 +16,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from api.views.retrieval import parse_batch_item
+from api.views.retrieval import BatchItemParser
 from memory.errors import EngramError
 from memory.models import MemoryRecord, Tenant
 from memory.retrieval.embedding import embed_record_ids
@@ -92,7 +92,8 @@ class Command(BaseCommand):
         subject = subject_get_or_create(tenant=tenant, external_id=subject_id)
         scope = Scope(tenant_id=tenant.pk, subject_id=subject.pk, subject_external_id=subject.external_id,
                       permissions=frozenset({WRITE}), namespaces=None, actor="import")
-        parsed = [(n, parse_batch_item(item, scope)) for n, item in chunk]
+        parser = BatchItemParser(scope)
+        parsed = [(n, parser.parse(item)) for n, item in chunk]
         for n, p in parsed:
             if isinstance(p, EngramError):
                 counts["error"] += 1
