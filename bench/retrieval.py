@@ -295,10 +295,18 @@ def run_measurements(args: Any, console: Any, tenant: Any, subjects: list[Any], 
             out.append((external_id, items))
         return out
 
+    from concurrent.futures import ThreadPoolExecutor
+
+    def warm_workers(embed: str) -> None:
+        # Concurrent calls so that every gunicorn worker has imported torch and loaded the model.
+        jobs = [(headers_for(f"warm_{embed}_{n}"), batch_items(f"warm_{embed}_{n}", 16)[0][1]) for n in range(6)]
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            list(pool.map(lambda j: http_call(args.port, "POST", "/api/v1/memories/batch", j[0],
+                                              {"items": j[1], "embed": embed}), jobs))
+
     batches = batch_items("writer", args.write_records)
     prepared = [(headers_for(eid), items) for eid, items in batches]
-    http_call(args.port, "POST", "/api/v1/memories/batch", prepared[0][0], {"items": prepared[0][1][:5]})  # warm
-    from concurrent.futures import ThreadPoolExecutor
+    warm_workers("now")
 
     def post_batch(job: tuple[dict[str, str], list[dict[str, Any]]]) -> int:
         status, body, _ = http_call(args.port, "POST", "/api/v1/memories/batch", job[0], {"items": job[1]})
@@ -323,8 +331,7 @@ def run_measurements(args: Any, console: Any, tenant: Any, subjects: list[Any], 
     started = time.perf_counter()
     embedder.embed(e2e_texts, batch_size=64)
     embed_rate = len(e2e_texts) / (time.perf_counter() - started)
-    http_call(args.port, "POST", "/api/v1/memories/batch", e2e_prepared[0][0],
-              {"items": batch_items("warm", 64)[0][1], "embed": "now"})
+    warm_workers("now")
     started = time.perf_counter()
     for headers, items in e2e_prepared:
         status, body, _ = http_call(args.port, "POST", "/api/v1/memories/batch", headers,
