@@ -195,7 +195,7 @@ class Adversary:
             return CaseResult("", "", "skipped", "holding a consolidation job mid-flight needs the worker's "
                                                  "internals; run in process")
         from memory.consolidation import apply_snapshot, take_snapshot
-        from memory.evaluation.runner import sync_tasks
+        from memory.evaluation.runner import queued_tasks
 
         p = self.subject("race")
         claim = {"namespace": ["user", "inferred"], "kind": "preference",
@@ -212,11 +212,13 @@ class Adversary:
         # submit queues its task on the broker instead of running it inline, so the job can be driven
         # by hand. If a real worker shares this database it may consolidate first; the case then says
         # "already consolidated", and the queued task, delivered later, finds the candidate decided.
-        with sync_tasks(False):
+        with queued_tasks():
             second = p.post("/candidates", {**claim, "text": f"Seems to like {RACE_VALUE}",
                                             "source": {"event_id": self.event_id("race-2"),
                                                        "text": "Asked for Zarvonian playlists."}})
         snapshot = take_snapshot(second.body["candidate_id"]) if second.status == 202 else None
+        details.append(f"in-flight inference: {second.status} {second.body.get('status')}, "
+                       f"snapshot {'taken' if snapshot else 'not taken'}")
         deleted = p.delete(f"/memories/{records[0]['memory_id']}")
         status = p.get(f"/deletions/{deleted.body['deletion_id']}").body.get("status") if deleted.status == 202 \
             else f"http {deleted.status}"

@@ -48,6 +48,20 @@ def sync_tasks(enabled: bool) -> Iterator[None]:
         Conf.SYNC = previous
 
 
+@contextlib.contextmanager
+def queued_tasks() -> Iterator[None]:
+    """The opposite of ``sync_tasks``: tasks go to the broker and wait there (the race case drives one
+    consolidation job by hand)."""
+    from django_q.conf import Conf
+
+    previous = Conf.SYNC
+    Conf.SYNC = False
+    try:
+        yield
+    finally:
+        Conf.SYNC = previous
+
+
 def canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 

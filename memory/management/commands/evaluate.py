@@ -57,7 +57,7 @@ class Command(BaseCommand):
         else:
             realm = InProcessRealm()
             mode = "in-process"
-        console = Console(file=self.stdout, force_terminal=False, width=160)
+        console = Console(file=self.stdout, force_terminal=False, width=160)  # type: ignore[arg-type]
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                       console=console, transient=True) as bar:
             task = bar.add_task("starting", total=None)

@@ -1,0 +1,44 @@
+"""`manage.py evaluate --via-api URL`: the same scenarios driven over real HTTP against a running server.
+
+The server is pytest-django's live_server (a real threaded WSGI server on a socket). Its tasks run
+inline (django-q2 sync mode, set on the shared Conf for the server thread), standing in for the
+server's worker. Keys are made as an operator would: create_tenant + an agent key with mint.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+
+
+def test_it_drives_a_running_server_over_http(live_server: Any, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from django_q.conf import Conf
+
+    from memory.models import Subject
+    from memory.services.identity import agent_key_create, tenant_create
+
+    monkeypatch.setattr(Conf, "SYNC", True)
+    keys = []
+    for slug in ("ops-a", "ops-b"):
+        tenant = tenant_create(slug=slug)
+        keys.append(agent_key_create(tenant=tenant, name="eval", permissions=["read", "write", "propose", "mint"])[1])
+    out = tmp_path / "report.json"
+    call_command("evaluate", "--via-api", live_server.url, "--api-key", keys[0], "--api-key-b", keys[1],
+                 "--scenario", "travel_preference_drift", "--scenario", "deletion_everywhere",
+                 "--json", str(out), "--no-fail")
+    report = json.loads(out.read_text())
+    assert report["mode"] == f"via-api {live_server.url}"
+    assert {name: m["failures"][:2] for name, m in report["metrics"].items() if not m["ok"]} == {}
+    assert report["metrics"]["isolation"]["value"] == 1.0
+    assert any("another tenant" in c for c in report["metrics"]["isolation"]["extra"]["cases"])
+    statuses = {name: c["status"] for name, c in report["adversarial"].items()}
+    assert statuses == {"injected_instructions": "pass", "body_scope_change": "pass", "secret_in_evidence": "pass",
+                        "poisoned_procedure": "skipped", "deletion_races_consolidation": "skipped"}
+    # Cleanup went through DELETE /subject: the run's subjects hold nothing any more.
+    leftover = Subject.objects.filter(external_id__startswith=report["run_id"], records__isnull=False)
+    assert not leftover.exists()
