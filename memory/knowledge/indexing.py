@@ -42,7 +42,15 @@ def refresh_chunk_search_vectors(*, tenant_id: int | None = None, document_id: i
         return cursor.rowcount
 
 
-def embed_chunks(ids: list[int], *, batch_size: int = BATCH_SIZE,
+def embed_document_chunks(*, document_id: int) -> int:
+    """Fill the missing embeddings of one document's chunks (the ingest task). Idempotent: a
+    re-delivered task finds nothing missing; after a newer version the old chunk ids are gone."""
+    ids = list(Chunk.objects.filter(document_id=document_id, embedding__isnull=True)
+               .order_by("pk").values_list("pk", flat=True))
+    return embed_chunks(ids, only_missing=True)
+
+
+def embed_chunks(ids: list[int], *, batch_size: int = BATCH_SIZE, only_missing: bool = False,
                  progress: Callable[[int], None] | None = None) -> int:
     from memory.embedder import get_embedder
 
@@ -55,7 +63,8 @@ def embed_chunks(ids: list[int], *, batch_size: int = BATCH_SIZE,
         with connection.cursor() as cursor:
             cursor.execute(
                 "UPDATE knowledge_chunk c SET embedding = v.e::vector FROM unnest(%s::bigint[], %s::text[]) "
-                "AS v(id, e) WHERE c.id = v.id", [[pk for pk, _ in rows], literals])
+                "AS v(id, e) WHERE c.id = v.id" + (" AND c.embedding IS NULL" if only_missing else ""),
+                [[pk for pk, _ in rows], literals])
             written += cursor.rowcount
         if progress:
             progress(len(rows))

@@ -4,11 +4,14 @@ Ingest order: write permission -> domain the principal may write -> secret scan 
 is written) -> content hash (equal to the stored one: a no-op) -> chunking -> embeddings ->
 one transaction that swaps the document's chunks.
 
-Embeddings are computed synchronously, *before* the transaction opens (the model takes ~3 ms a
-chunk on this CPU; holding row locks meanwhile would stall other writers of the domain). A stored
-version is therefore complete at commit: both retrieval legs see it at once, and a reader sees
-either every chunk of the old version or every chunk of the new one, never a mix (the provider
-reads both legs in one statement, i.e. one snapshot).
+Embeddings: a document of up to ``ENGRAM_KNOWLEDGE_SYNC_EMBED_CHUNKS`` chunks (default 64, a
+few seconds of CPU) is embedded synchronously, *before* the transaction opens (holding row
+locks meanwhile would stall other writers of the domain), so its version is complete at commit.
+A larger document is stored with NULL embeddings and ``memory.knowledge.tasks.embed_document``
+is queued on commit: its chunks are found by the lexical leg at once and by the semantic leg
+once the worker has filled them (a request never waits minutes on the model). Either way a
+reader sees every chunk of the old version or every chunk of the new one, never a mix: the
+swap is one transaction and the provider reads both legs in one statement (one snapshot).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
+from django_q.tasks import async_task
 
 from memory.audit import audit
 from memory.errors import EngramError, Forbidden, InvalidInput, NotFound, SecretDetected
@@ -36,6 +40,10 @@ from memory.models import Subject, Tenant
 from memory.scope import WRITE, Scope
 
 MAX_BATCH = 200
+
+
+def sync_embed_chunks() -> int:
+    return int(getattr(settings, "ENGRAM_KNOWLEDGE_SYNC_EMBED_CHUNKS", 64))
 
 
 def max_document_chars() -> int:
@@ -166,7 +174,8 @@ def _lock_document_key(domain_id: int, external_id: str) -> None:
 
 
 @transaction.atomic
-def _store(*, scope: Scope, prepared: _Prepared, vectors: list[list[float]]) -> IngestResult:
+def _store(*, scope: Scope, prepared: _Prepared, vectors: list[list[float]] | None) -> IngestResult:
+    """``vectors`` None: the document is too large to embed in the request; a task does it."""
     item, domain = prepared.item, prepared.domain
     _lock_document_key(domain.pk, item.external_id)
     # FOR UPDATE as well: a concurrent document_delete holds this row's lock; once it commits we
@@ -191,10 +200,11 @@ def _store(*, scope: Scope, prepared: _Prepared, vectors: list[list[float]]) -> 
         document.save(force_update=True)
         # Old and new chunks never coexist after commit, and nobody sees this delete before it.
         Chunk.objects.filter(document=document).delete()
+    pending: list[list[float] | None] = [None] * len(prepared.chunks)
     Chunk.objects.bulk_create([
         Chunk(document=document, access_domain=domain, ordinal=c.ordinal, text=c.text, char_start=c.char_start,
               char_end=c.char_end, token_count=c.token_count, embedding=vector)
-        for c, vector in zip(prepared.chunks, vectors, strict=True)
+        for c, vector in zip(prepared.chunks, vectors or pending, strict=True)
     ], batch_size=500)
     refresh_chunk_search_vectors(document_id=document.pk)
     audit(actor=scope.actor, action=f"document.{'ingest' if status == 'created' else 'version'}",
@@ -202,8 +212,10 @@ def _store(*, scope: Scope, prepared: _Prepared, vectors: list[list[float]]) -> 
           subject_id=scope.subject_id or None, data={"access_domain": domain.name, "external_id": item.external_id,
                                              "version": document.version, "chunks": len(prepared.chunks),
                                              "content_hash": prepared.content_hash})
-    tenant_id = scope.tenant_id
+    tenant_id, document_id = scope.tenant_id, document.pk
     transaction.on_commit(lambda: bump_knowledge_cache_version(tenant_id))
+    if vectors is None:
+        transaction.on_commit(lambda: async_task("memory.knowledge.tasks.embed_document", document_id))
     return IngestResult(document=document, status=status)
 
 
@@ -211,6 +223,10 @@ def _embed(chunks: Sequence[chunking.ChunkSpan]) -> list[list[float]]:
     from memory.embedder import get_embedder
 
     return get_embedder().embed([c.text for c in chunks])
+
+
+def _embeds_now(prepared: _Prepared) -> bool:
+    return len(prepared.chunks) <= sync_embed_chunks()
 
 
 def document_ingest(*, scope: Scope, item: DocumentInput, domain: AccessDomain | None = None) -> IngestResult:
@@ -223,7 +239,8 @@ def document_ingest(*, scope: Scope, item: DocumentInput, domain: AccessDomain |
     existing = _unchanged(prepared)
     if existing is not None:
         return IngestResult(document=existing, status="unchanged")
-    return _store(scope=scope, prepared=prepared, vectors=_embed(prepared.chunks))
+    vectors = _embed(prepared.chunks) if _embeds_now(prepared) else None
+    return _store(scope=scope, prepared=prepared, vectors=vectors)
 
 
 def prepare_only(*, scope: Scope, item: DocumentInput, domain: AccessDomain | None = None) -> int:
@@ -266,11 +283,13 @@ def document_batch_ingest(*, scope: Scope, items: Sequence[DocumentInput | Engra
             results[index].result = IngestResult(document=existing, status="unchanged")
         else:
             prepared.append((index, ready))
-    vectors = _embed([c for _, p in prepared for c in p.chunks])
+    vectors = _embed([c for _, p in prepared if _embeds_now(p) for c in p.chunks])
     offset = 0
     for index, ready in prepared:
-        mine = vectors[offset: offset + len(ready.chunks)]
-        offset += len(ready.chunks)
+        mine: list[list[float]] | None = None
+        if _embeds_now(ready):
+            mine = vectors[offset: offset + len(ready.chunks)]
+            offset += len(ready.chunks)
         try:
             results[index].result = _store(scope=scope, prepared=ready, vectors=mine)
         except (EngramError, IntegrityError) as exc:
