@@ -417,7 +417,7 @@ def run_measurements(args: Any, console: Any, tenant: Any, subjects: list[Any], 
             for _rid, tid, sid, st, until, d in cursor.fetchall():
                 if tid == tenant.pk and sid == subject.pk and st == RecordStatus.ACTIVE and (
                         until is None or until > now):
-                    naive.append(round(float(d), 5))
+                    naive.append(float(d))
                     if len(naive) == 10:
                         break
             if not warm:
@@ -432,9 +432,15 @@ def run_measurements(args: Any, console: Any, tenant: Any, subjects: list[Any], 
                 timings["facts_naive"].append((time.perf_counter() - started) * 1000.0)
             # Compared by distance, not id: a subject can hold two rows with the same text (equal distance).
             leg = legs.semantic(scope, legs.Filters(namespaces=None), vector, 10)
-            ours = [round(float(r.distance), 5) for r in leg]
-            recall.append(sum(min(ours.count(d), naive.count(d)) for d in set(naive)) / max(1, len(naive)))
-            underfilled += len(ours) < min(10, len(by_subject[subject.pk]))
+            ours = [float(r.distance) for r in leg]
+            matched = 0
+            for d in naive:  # within 1e-4: the naive query sends the vector as a 7-digit literal
+                hit = next((o for o in ours if abs(o - d) < 1e-4), None)
+                if hit is not None:
+                    ours.remove(hit)
+                    matched += 1
+            recall.append(matched / max(1, len(naive)))
+            underfilled += len(leg) < min(10, len(by_subject[subject.pk]))
     summary = {k: {"p50_ms": round(statistics.median(v), 2), "p95_ms": round(pct(v, 0.95), 2), "n": len(v)}
                for k, v in timings.items()}
     for kind in ("retrieve", "facts"):

@@ -116,9 +116,6 @@ def memory_write_batch(*, scope: Scope, items: list[RecordInput], embed_now: boo
     _require(scope, WRITE)
     if len(items) > MAX_BATCH:
         raise InvalidInput(f"A batch holds at most {MAX_BATCH} items.", code="batch_too_large")
-    # The model call overlaps the gates and the database work below (torch releases the GIL). An item
-    # refused later (a secret, say) only had a vector computed in memory; nothing of it is stored.
-    vectors = _EMBEDDING_POOL.submit(get_embedder().embed, [i.text for i in items]) if embed_now else None
     classes = {c.namespace_prefix: c for c in MemoryClass.objects.filter(tenant_id=scope.tenant_id)}
     scan_cache: dict[str, list[str]] = {}
     results = [ItemResult(index=i) for i in range(len(items))]
@@ -131,10 +128,17 @@ def memory_write_batch(*, scope: Scope, items: list[RecordInput], embed_now: boo
             continue
         pending.append(_Pending(result=result, item=item, memory_class=memory_class, action=action,
                                 digest=payload_hash(item.canonical())))
+    # The model call overlaps the database work below, which mostly waits on PostgreSQL and so leaves
+    # the GIL to torch. It starts after the gates: overlapping the CPU-bound secret scan instead made
+    # both slower (GIL contention). Only texts that passed the gates reach the model.
+    vectors: Future[list[list[float]]] | None = None
+    positions = {p.result.index: n for n, p in enumerate(pending)}
+    if embed_now and pending:
+        vectors = _EMBEDDING_POOL.submit(get_embedder().embed, [p.item.text for p in pending])
     pending = _drop_tombstoned(scope, pending)
     fresh = _claim_events(scope, pending)
     if fresh:
-        _store(scope, fresh, vectors=vectors)
+        _store(scope, fresh, vectors=vectors, positions=positions)
     for p in pending:  # a repeated event id in one batch gets the first item's answer, as a replay
         if p.twin_of is not None and p.result.error is None:
             p.result.error, p.result.record = p.twin_of.result.error, p.twin_of.result.record
@@ -215,7 +219,8 @@ def _replay(replays: dict[str, _Pending]) -> None:
                                            code="idempotency_conflict")
 
 
-def _store(scope: Scope, fresh: list[_Pending], *, vectors: Future[list[list[float]]] | None) -> None:
+def _store(scope: Scope, fresh: list[_Pending], *, vectors: Future[list[list[float]]] | None,
+           positions: dict[int, int]) -> None:
     """writes.store_confirmed for many items: lock, read heads, decide in order, write in bulk."""
     keys = {(p.item.namespace, p.item.field) for p in fresh}
     _lock_keys(scope, keys)
@@ -285,7 +290,7 @@ def _store(scope: Scope, fresh: list[_Pending], *, vectors: Future[list[list[flo
     if vectors is not None and to_embed:
         computed = vectors.result()
         for record, index in to_embed:
-            record.embedding = computed[index]
+            record.embedding = computed[positions[index]]
     new_ids = {r.pk for r in records}
     # Heads written earlier by this batch are inserted with their final status; older ones are updated.
     _copy_into(MemoryRecord, records)
