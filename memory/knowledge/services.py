@@ -229,17 +229,20 @@ def _embeds_now(prepared: _Prepared) -> bool:
     return len(prepared.chunks) <= sync_embed_chunks()
 
 
-def document_ingest(*, scope: Scope, item: DocumentInput, domain: AccessDomain | None = None) -> IngestResult:
+def document_ingest(*, scope: Scope, item: DocumentInput, domain: AccessDomain | None = None,
+                    embed_now: bool | None = None) -> IngestResult:
     """Store a document, a new version of it, or nothing (same content hash). Not atomic itself:
     the embedding runs outside the transaction, and ``_store`` is the one atomic step.
 
     ``domain`` is for trusted operator callers (manage.py ingest_documents): it skips the
-    principal's reader check, which an agent's request always goes through."""
+    principal's reader check, which an agent's request always goes through. ``embed_now`` True
+    embeds whatever the size (commands, where no HTTP timeout applies)."""
     prepared = _prepare(scope, item, domain)
     existing = _unchanged(prepared)
     if existing is not None:
         return IngestResult(document=existing, status="unchanged")
-    vectors = _embed(prepared.chunks) if _embeds_now(prepared) else None
+    now = _embeds_now(prepared) if embed_now is None else embed_now
+    vectors = _embed(prepared.chunks) if now else None
     return _store(scope=scope, prepared=prepared, vectors=vectors)
 
 

@@ -129,3 +129,15 @@ def test_reembed_knowledge_fills_missing_embeddings_and_text_vectors(agent, hand
     assert "embeddings written: 1" in capsys.readouterr().out
     call_command("reembed_knowledge")
     assert "embeddings written: 0" in capsys.readouterr().out
+
+
+def test_ingest_documents_embeds_large_files_itself(settings, tenant, tmp_path, make_domain):
+    settings.ENGRAM_KNOWLEDGE_SYNC_EMBED_CHUNKS = 1  # the API would leave these to a worker
+    make_domain(tenant, "help")
+    (tmp_path / "long.md").write_text("\n\n".join(f"Paragraph {i} of the long manual about shipping rules."
+                                                  for i in range(60)))
+
+    call_command("ingest_documents", "--tenant", "acme", "--domain", "help", str(tmp_path))
+
+    assert Chunk.objects.count() > 1
+    assert not Chunk.objects.filter(embedding__isnull=True).exists()

@@ -2,8 +2,8 @@
 
 Each file becomes one document; its external id is the path relative to the directory given (or
 the file name), so running the command again skips unchanged files and stores a new version of
-changed ones. Directories are walked recursively. --dry-run converts, scans and chunks, and stores
-nothing.
+changed ones. Directories are walked recursively. Embeddings are computed here, whatever the file's
+size (no worker needed). --dry-run converts, scans and chunks, and stores nothing.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ class Command(BaseCommand):
                         prepare_only(scope=scope, item=item, domain=domain)
                         counts["checked"] += 1
                     else:
-                        counts[document_ingest(scope=scope, item=item, domain=domain).status] += 1
+                        counts[document_ingest(scope=scope, item=item, domain=domain, embed_now=True).status] += 1
                 except EngramError as exc:
                     counts["failed"] += 1
                     self.stderr.write(f"{path}: {exc.code}: {exc.detail}")
