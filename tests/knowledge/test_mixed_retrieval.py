@@ -63,3 +63,14 @@ def test_an_outsider_gets_no_knowledge_for_the_identical_query(outsider, seeded)
     body = outsider.post(URL, {"query": "aisle seat preference", "include": ["memory", "knowledge"]}).json()
 
     assert body["packets"] == []
+
+
+def test_the_access_domains_filter_passes_through_the_api(agent, make_domain, tenant, seeded):
+    make_domain(tenant, "travel-desk")
+    agent.post("/api/v1/documents", doc_body(access_domain="travel-desk", external_id="desk.md", title="Desk",
+                                             text="The travel desk books aisle seats on request."))
+
+    body = agent.post(URL, {"query": "aisle seat", "include": ["knowledge"],
+                            "filters": {"access_domains": ["travel-desk"]}}).json()
+
+    assert {p["access_domain"] for p in body["packets"]} == {"travel-desk"}
