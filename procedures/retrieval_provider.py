@@ -38,7 +38,7 @@ def _item(v: ProcedureVersion) -> SourceItem:
         source="procedures", item_id=f"{v.procedure.name}@v{v.number}", text=v.body,
         packet={"kind": "procedure", "name": v.procedure.name, "version": v.number, "status": "approved",
                 "approved_by": v.approved_by.get_username(), "approved_at": v.approved_at.isoformat(),
-                "procedure_scope": v.procedure.scope, "content_role": "approved_procedure"},
+                "procedure_scope": v.procedure.scope},
         source_date=v.approved_at, authority=SourceType.ORG_RECORD,
     )
 
