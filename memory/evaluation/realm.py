@@ -13,6 +13,7 @@ through ``DELETE /api/v1/subject`` at the end.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from ulid import ULID
@@ -135,13 +136,27 @@ class ApiRealm(Realm):
         return principal
 
     def cleanup(self) -> list[str]:
-        problems = []
+        problems: list[str] = []
+        jobs: list[tuple[Principal, str]] = []
         seen = set()
-        for principal in self.created:
+        for principal in reversed(self.created):  # the newest token per subject (erasure re-mints)
             if principal.name in seen:
                 continue
             seen.add(principal.name)
             response = principal.delete("/subject")
-            if response.status not in (202, 401, 404):
+            if response.status == 202:
+                jobs.append((principal, response.body["deletion_id"]))
+            elif response.status not in (401, 404):
                 problems.append(f"erasing {principal.name} answered {response.status}")
+        # The erasures run on the server's worker; wait for them, so the run ends with nothing left.
+        deadline = time.monotonic() + 120
+        for principal, deletion_id in jobs:
+            status = ""
+            while time.monotonic() < deadline:
+                status = principal.get(f"/deletions/{deletion_id}").body.get("status", "")
+                if status in ("completed", "failed"):
+                    break
+                time.sleep(0.3)
+            if status != "completed":
+                problems.append(f"erasing {principal.name}: job {deletion_id} is {status or 'unknown'}")
         return problems

@@ -24,6 +24,7 @@ from memory.evaluation.suite import Scenario, Suite, relative_time
 
 Progress = Callable[[str], None]
 DELETION_TIMEOUT_S = 120.0
+SETTLE_TIMEOUT_S = 60.0
 
 
 @contextlib.contextmanager
@@ -142,7 +143,8 @@ class ScenarioRunner:
                 principal = self.realm.principal("a", self.external_id(scenario, subject))
                 self.owners[(scenario.name, subject)] = Owner(scenario.name, subject, principal)
         phases: list[tuple[str, Callable[[Scenario], None]]] = [
-            ("writes", self.play_writes), ("threads", self.play_threads), ("precision/recall", self.measure_writes),
+            ("writes", self.play_writes), ("threads", self.play_threads), ("worker", self.settle),
+            ("precision/recall", self.measure_writes),
             ("retrieval", self.measure_retrieval), ("contradictions", self.measure_contradictions),
             ("staleness", self.measure_staleness),
         ]
@@ -228,6 +230,29 @@ class ScenarioRunner:
                 summary = owner.principal.post(f"/threads/{thread_id}/summarize", {})
                 if summary.status != 201:
                     self.obs.notes.append(f"{scenario.name}: summarize answered {summary.status}")
+
+    def settle(self, scenario: Scenario) -> None:
+        """Over the API the server's worker runs consolidation and embedding after each write: wait until
+        no candidate of the scenario's subjects is pending and no record awaits its embedding. (In process
+        the tasks already ran inline.)"""
+        if self.realm.in_process:
+            return
+        for subject in scenario.subjects:
+            owner = self.owner(scenario, subject)
+            deadline = time.monotonic() + SETTLE_TIMEOUT_S
+            while True:
+                export = owner.principal.get("/export")
+                candidates = export.body.get("candidates", []) if export.status == 200 else []
+                pending = [c for c in candidates if c.get("status") == "pending"]
+                probe = owner.principal.post("/retrieve", {"query": "settle", "limit": 1})
+                waiting = probe.body.get("dropped", {}).get("semantic_pending", 0) if probe.status == 200 else 0
+                if not pending and not waiting:
+                    break
+                if time.monotonic() > deadline:
+                    self.obs.notes.append(f"{scenario.name}/{subject}: the worker left {len(pending)} candidates "
+                                          f"pending and {waiting} embeddings missing after {SETTLE_TIMEOUT_S:.0f} s")
+                    break
+                time.sleep(0.3)
 
     def _active_confirmed(self, owner: Owner) -> list[dict[str, Any]]:
         response = owner.principal.get("/memories", status="active", limit=200)

@@ -1,8 +1,9 @@
 """`manage.py evaluate --via-api URL`: the same scenarios driven over real HTTP against a running server.
 
-The server is pytest-django's live_server (a real threaded WSGI server on a socket). Its tasks run
-inline (django-q2 sync mode, set on the shared Conf for the server thread), standing in for the
-server's worker. Keys are made as an operator would: create_tenant + an agent key with mint.
+The server is pytest-django's live_server (a real threaded WSGI server on a socket) with a real
+``manage.py qcluster`` worker on the same test database: consolidation, embeddings and the deletion
+fan-out run there, asynchronously, and the runner waits for them as a client must. Keys are made as
+an operator would: a tenant + an agent key with mint.
 """
 
 from __future__ import annotations
@@ -15,14 +16,11 @@ import pytest
 from django.core.management import call_command
 
 
-def test_it_drives_a_running_server_over_http(live_server: Any, tmp_path: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    from django_q.conf import Conf
-
+@pytest.mark.worker
+def test_it_drives_a_running_server_and_its_worker_over_http(live_server: Any, qcluster: Any, tmp_path: Path) -> None:
     from memory.models import Subject
     from memory.services.identity import agent_key_create, tenant_create
 
-    monkeypatch.setattr(Conf, "SYNC", True)
     keys = []
     for slug in ("ops-a", "ops-b"):
         tenant = tenant_create(slug=slug)

@@ -10,6 +10,7 @@ Metric definitions: docs/evaluation.md.
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -36,12 +37,7 @@ class Command(BaseCommand):
         parser.add_argument("--no-fail", action="store_true", help="Exit 0 even when the suite fails.")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from rich.console import Console
-        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-        from memory.evaluation.evaluate import run_evaluation
         from memory.evaluation.realm import ApiRealm, InProcessRealm, Realm
-        from memory.evaluation.report import print_table, write_html, write_json
         from memory.evaluation.suite import SuiteError, load_suite
 
         try:
@@ -57,6 +53,23 @@ class Command(BaseCommand):
         else:
             realm = InProcessRealm()
             mode = "in-process"
+        # The run makes many deliberate 4xx requests and inline tasks; their log lines would bury the table.
+        quiet = {name: logging.getLogger(name).level for name in ("django.request", "django-q")}
+        for name in quiet:
+            logging.getLogger(name).setLevel(logging.ERROR)
+        try:
+            self._run(realm, suite, mode, options)
+        finally:
+            for name, level in quiet.items():
+                logging.getLogger(name).setLevel(level)
+
+    def _run(self, realm: Any, suite: Any, mode: str, options: dict[str, Any]) -> None:
+        from rich.console import Console
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        from memory.evaluation.evaluate import run_evaluation
+        from memory.evaluation.report import print_table, write_html, write_json
+
         console = Console(file=self.stdout, force_terminal=False, width=160)  # type: ignore[arg-type]
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                       console=console, transient=True) as bar:
