@@ -68,7 +68,7 @@ def _contacts(text: str) -> set[str]:
     found: set[str] = set()
     for url in _URL.findall(text):
         host = re.sub(r"^[a-z]+://", "", url, flags=re.IGNORECASE).split("/")[0].split(":")[0]
-        found.add(host.lower())
+        found.add(host.rstrip(".,;:!?").lower())
     found |= {e.lower() for e in _EMAIL.findall(text)}
     without_emails = _EMAIL.sub(" ", _URL.sub(" ", text))
     found |= {h.lower() for h in _BARE_HOST.findall(without_emails)}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -26,11 +26,11 @@ MAX_BODY_CHARS = 50_000
 NAME = re.compile(r"^[a-z0-9][a-z0-9_\-.]{0,63}$")  # the same shape as the API's names
 
 
-def _actor(user: AbstractBaseUser) -> str:
+def _actor(user: User) -> str:
     return f"user:{user.pk}"
 
 
-def _require_reviewer(*, tenant_id: int, user: AbstractBaseUser) -> None:
+def _require_reviewer(*, tenant_id: int, user: User) -> None:
     if not Tenant.objects.filter(pk=tenant_id, reviewers__pk=user.pk).exists():
         raise Forbidden("Only a reviewer of the tenant may publish or decide procedure changes.",
                         code="not_a_reviewer")
@@ -44,7 +44,7 @@ def _check_body(body: str) -> str:
     return body
 
 
-def _version_create(*, procedure: Procedure, body: str, author: str, reviewer: AbstractBaseUser,
+def _version_create(*, procedure: Procedure, body: str, author: str, reviewer: User,
                     change_summary: str, proposal: ChangeProposal | None) -> ProcedureVersion:
     """Version n+1. The caller holds select_for_update on ``procedure``."""
     version = ProcedureVersion.objects.create(
@@ -66,7 +66,7 @@ def _version_create(*, procedure: Procedure, body: str, author: str, reviewer: A
 
 
 @transaction.atomic
-def procedure_publish(*, tenant: Tenant, name: str, body: str, reviewer: AbstractBaseUser,
+def procedure_publish(*, tenant: Tenant, name: str, body: str, reviewer: User,
                       change_summary: str = "", scope: str = Procedure.Scope.ORG,
                       members: Sequence[str] = ()) -> ProcedureVersion:
     """Bootstrap path (operators): publish ``body`` as the next version, creating the procedure if needed."""
@@ -96,7 +96,7 @@ def procedure_publish(*, tenant: Tenant, name: str, body: str, reviewer: Abstrac
 @transaction.atomic
 def proposal_create(*, procedure: Procedure, body: str, rationale: str = "", base_number: int | None = None,
                     source_event_ids: Sequence[str] = (), scope: Scope | None = None,
-                    user: AbstractBaseUser | None = None, rebased_from: ChangeProposal | None = None) -> ChangeProposal:
+                    user: User | None = None, rebased_from: ChangeProposal | None = None) -> ChangeProposal:
     """A proposed next version, by an agent (``scope``, needs the propose scope) or a person (``user``).
 
     A proposal against a base that is not the current version is stored as stale at once.
@@ -122,7 +122,8 @@ def proposal_create(*, procedure: Procedure, body: str, rationale: str = "", bas
     audit(actor=proposal.proposer, action="procedure.propose", object_type="change_proposal",
           object_id=proposal.pk, tenant_id=procedure.tenant_id, subject_id=proposal.proposer_subject_id,
           data={"procedure": procedure.name, "base": base_number, "status": status,
-                "flags": [f["code"] for f in proposal.flags], "rebased_from": rebased_from.pk if rebased_from else None})
+                "flags": [f["code"] for f in proposal.flags],
+                "rebased_from": rebased_from.pk if rebased_from else None})
     return proposal
 
 
@@ -136,13 +137,13 @@ def _locked(proposal_id: str, tenant_id: int) -> tuple[Procedure, ChangeProposal
     return procedure, ChangeProposal.objects.select_for_update().get(pk=proposal.pk)
 
 
-def _decide_audit(reviewer: AbstractBaseUser, proposal: ChangeProposal, action: str, **data: object) -> None:
+def _decide_audit(reviewer: User, proposal: ChangeProposal, action: str, **data: object) -> None:
     audit(actor=_actor(reviewer), action=action, object_type="change_proposal", object_id=proposal.pk,
           tenant_id=proposal.tenant_id, data={"procedure_id": proposal.procedure_id, **data})
 
 
 @transaction.atomic
-def proposal_approve(*, tenant_id: int, proposal_id: str, reviewer: AbstractBaseUser,
+def proposal_approve(*, tenant_id: int, proposal_id: str, reviewer: User,
                      change_summary: str = "") -> ProcedureVersion:
     """Publish the proposal as version n+1. Refused unless it is pending and its base is current."""
     _require_reviewer(tenant_id=tenant_id, user=reviewer)
@@ -164,7 +165,7 @@ def proposal_approve(*, tenant_id: int, proposal_id: str, reviewer: AbstractBase
 
 
 @transaction.atomic
-def proposal_reject(*, tenant_id: int, proposal_id: str, reviewer: AbstractBaseUser, reason: str) -> ChangeProposal:
+def proposal_reject(*, tenant_id: int, proposal_id: str, reviewer: User, reason: str) -> ChangeProposal:
     _require_reviewer(tenant_id=tenant_id, user=reviewer)
     if not reason.strip():
         raise InvalidInput("Give a reason for the rejection.", code="reason_required")
@@ -180,7 +181,7 @@ def proposal_reject(*, tenant_id: int, proposal_id: str, reviewer: AbstractBaseU
 
 
 @transaction.atomic
-def proposal_rebase(*, tenant_id: int, proposal_id: str, reviewer: AbstractBaseUser) -> ChangeProposal:
+def proposal_rebase(*, tenant_id: int, proposal_id: str, reviewer: User) -> ChangeProposal:
     """A stale proposal's body as a new pending proposal on the current version (flags re-computed).
 
     The old proposal is closed as rejected ("rebased"); the new one keeps its proposer, rationale and
@@ -206,7 +207,7 @@ def proposal_rebase(*, tenant_id: int, proposal_id: str, reviewer: AbstractBaseU
 
 
 @transaction.atomic
-def rollback_propose(*, tenant_id: int, procedure_id: int, number: int, reviewer: AbstractBaseUser) -> ChangeProposal:
+def rollback_propose(*, tenant_id: int, procedure_id: int, number: int, reviewer: User) -> ChangeProposal:
     """Rollback = a proposal whose body is an earlier version's, reviewed like any other."""
     _require_reviewer(tenant_id=tenant_id, user=reviewer)
     procedure = Procedure.objects.filter(pk=procedure_id, tenant_id=tenant_id).first()

@@ -7,9 +7,12 @@ for an id that does not exist. Anonymous visitors are sent to the login page.
 
 from __future__ import annotations
 
+from typing import cast
+
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -28,6 +31,11 @@ def reviewer_tenant_or_404(user_id: int, tenant_id: int) -> Tenant:
     if tenant is None:
         raise Http404("Not found.")
     return tenant
+
+
+def _reviewer(request: HttpRequest) -> User:
+    # login_required guarantees a real user; the services check that they review the tenant.
+    return cast(User, request.user)
 
 
 def _user_id(request: HttpRequest) -> int:
@@ -115,7 +123,8 @@ def proposal_approve_view(request: HttpRequest, proposal_id: str) -> HttpRespons
     form = ApproveForm(request.POST)
     if form.is_valid():
         try:
-            version = proposal_approve(tenant_id=proposal.tenant_id, proposal_id=proposal.pk, reviewer=request.user,
+            version = proposal_approve(tenant_id=proposal.tenant_id, proposal_id=proposal.pk,
+                                       reviewer=_reviewer(request),
                                        change_summary=form.cleaned_data["change_summary"])
         except EngramError as exc:
             _fail(request, exc)
@@ -134,7 +143,7 @@ def proposal_reject_view(request: HttpRequest, proposal_id: str) -> HttpResponse
         messages.error(request, "Give a reason for the rejection.")
         return redirect("procedure-proposal", proposal_id=proposal.pk)
     try:
-        proposal_reject(tenant_id=proposal.tenant_id, proposal_id=proposal.pk, reviewer=request.user,
+        proposal_reject(tenant_id=proposal.tenant_id, proposal_id=proposal.pk, reviewer=_reviewer(request),
                         reason=form.cleaned_data["reason"])
     except EngramError as exc:
         _fail(request, exc)
@@ -148,7 +157,7 @@ def proposal_reject_view(request: HttpRequest, proposal_id: str) -> HttpResponse
 def proposal_rebase_action(request: HttpRequest, proposal_id: str) -> HttpResponse:
     proposal = _proposal(request, proposal_id)
     try:
-        rebased = proposal_rebase(tenant_id=proposal.tenant_id, proposal_id=proposal.pk, reviewer=request.user)
+        rebased = proposal_rebase(tenant_id=proposal.tenant_id, proposal_id=proposal.pk, reviewer=_reviewer(request))
     except EngramError as exc:
         _fail(request, exc)
         return redirect("procedure-proposal", proposal_id=proposal.pk)
@@ -185,7 +194,7 @@ def version_rollback(request: HttpRequest, procedure_id: int, number: int) -> Ht
     procedure = _procedure(request, procedure_id)
     try:
         proposal = rollback_propose(tenant_id=procedure.tenant_id, procedure_id=procedure.pk, number=number,
-                                    reviewer=request.user)
+                                    reviewer=_reviewer(request))
     except EngramError as exc:
         _fail(request, exc)
         return redirect("procedure-history", procedure_id=procedure.pk)

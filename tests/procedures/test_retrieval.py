@@ -20,8 +20,9 @@ def _search(agent, text: str):
 @pytest.fixture
 def scoped(agent, outsider, foreign_agent):
     """Attach each agent's verified Scope, as authentication would build it."""
-    from api.authentication import AgentKeyAuthentication
     from rest_framework.test import APIRequestFactory
+
+    from api.authentication import AgentKeyAuthentication
 
     for a in (agent, outsider, foreign_agent):
         request = APIRequestFactory().get("/", HTTP_AUTHORIZATION=f"Bearer {a.key}", HTTP_X_ENGRAM_PRINCIPAL=a.token)
