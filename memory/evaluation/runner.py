@@ -151,13 +151,25 @@ class ScenarioRunner:
         for label, phase in phases:
             for scenario in self.suite.scenarios:
                 self.progress(f"{label}: {scenario.name}")
-                phase(scenario)
+                self._guarded(label, scenario.name, phase, scenario)
         self.progress("isolation probes")
-        self.probe_isolation()
+        self._guarded("isolation", "all", self.probe_isolation)
         for scenario in self.suite.scenarios:
             self.progress(f"deletion: {scenario.name}")
-            self.measure_deletions(scenario)
+            self._guarded("deletion", scenario.name, self.measure_deletions, scenario)
         return self.obs
+
+    def _guarded(self, label: str, scenario: str, step: Callable[..., None], *args: Any) -> None:
+        """A phase that crashes (an unexpected answer under a broken build) is a failing check of its
+        metric, with the reason, never an aborted run."""
+        try:
+            step(*args)
+        except Exception as exc:  # noqa: BLE001
+            target = {"writes": self.obs.precision, "threads": self.obs.isolation, "worker": self.obs.recall,
+                      "precision/recall": self.obs.precision, "retrieval": self.obs.precision,
+                      "contradictions": self.obs.contradictions, "staleness": self.obs.staleness,
+                      "isolation": self.obs.isolation, "deletion": self.obs.deletion}[label]
+            target.append(Check(scenario, f"{label} phase", False, f"crashed: {type(exc).__name__}: {exc}"[:300]))
 
     def _body(self, scenario: Scenario, event: dict[str, Any]) -> dict[str, Any]:
         body: dict[str, Any] = {
