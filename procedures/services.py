@@ -19,6 +19,7 @@ from memory.audit import audit
 from memory.errors import Conflict, Forbidden, InvalidInput, NotFound
 from memory.models import Subject, Tenant
 from memory.scope import PROPOSE, Scope
+from memory.services.writes import refuse_secrets
 from procedures.flags import flags_for
 from procedures.models import ChangeProposal, Procedure, ProcedureVersion
 
@@ -41,6 +42,8 @@ def _check_body(body: str) -> str:
         raise InvalidInput("A procedure body cannot be empty.", code="empty_body")
     if len(body) > MAX_BODY_CHARS:
         raise InvalidInput(f"A procedure body is at most {MAX_BODY_CHARS} characters.")
+    # Procedures are served to every agent of the tenant: a secret in one would be stored and spread.
+    refuse_secrets({"body": body})
     return body
 
 
@@ -111,6 +114,7 @@ def proposal_create(*, procedure: Procedure, body: str, rationale: str = "", bas
     if base is None:
         raise NotFound(f"Version {base_number} of procedure '{procedure.name}' does not exist.",
                        code="base_version_not_found")
+    refuse_secrets({"rationale": rationale, "source_event_ids": list(source_event_ids)})
     status = ChangeProposal.Status.PENDING if base_number == current else ChangeProposal.Status.STALE
     proposal = ChangeProposal.objects.create(
         tenant_id=procedure.tenant_id, procedure=procedure, base_version=base, body=_check_body(body),

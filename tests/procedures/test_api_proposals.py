@@ -99,3 +99,24 @@ def test_it_shows_the_status_of_its_own_proposal_only(agent, outsider, foreign_a
 def test_it_requires_credentials_to_propose(client, procedure):
     assert client.post("/api/v1/procedures/refunds/proposals", {"body": "x"},
                        content_type="application/json").status_code == 401
+
+
+@pytest.mark.parametrize("field", ["body", "rationale"])
+def test_it_refuses_a_secret_in_a_proposal_and_stores_nothing(agent, procedure, field):
+    secret = "ghp_1234567890abcdefghijklmnopqrstuvwxyzAB"
+    body = edited(f"4. Use the token {secret}.") if field == "body" else edited("4. Thank the customer.")
+    rationale = f"token {secret}" if field == "rationale" else "Customers asked for it."
+
+    response = propose(agent, body, rationale=rationale)
+
+    assert response.status_code == 422
+    assert response.json()["code"] == "secret_detected"
+    assert secret not in response.json()["detail"]
+    assert not ChangeProposal.objects.exists()
+
+
+def test_publishing_a_body_with_a_secret_is_refused(tenant, reviewer, procedure):
+    from memory.errors import SecretDetected
+
+    with pytest.raises(SecretDetected):
+        procedure_publish(tenant=tenant, name="refunds", body="Password: hunter2-is-it", reviewer=reviewer)
