@@ -22,7 +22,6 @@ from django.db.models import Q
 from django.utils import timezone
 from django_q.tasks import async_task
 
-from memory.content import seal
 from memory.embedder import get_embedder
 from memory.errors import Conflict as ConflictError
 from memory.errors import EngramError, InvalidInput, SecretDetected
@@ -43,7 +42,7 @@ from memory.policy import precedence
 from memory.policy.classes import check_class, pick_class
 from memory.policy.secrets import describe, scan_payload
 from memory.scope import WRITE, Scope
-from memory.services.writes import OUTCOME_SOURCE_TYPES, RecordInput, _require, _require_namespace
+from memory.services.writes import OUTCOME_SOURCE_TYPES, RecordInput, _require, _require_namespace, new_record
 from memory.tombstones import is_tombstoned
 
 MAX_BATCH = 500
@@ -245,29 +244,12 @@ def _store(scope: Scope, fresh: list[_Pending], *, vectors: Future[list[list[flo
         content_hash = fact_hash(item.field, item.value)
         decision = precedence.decide(new_source_type=item.source_type, new_content_hash=content_hash,
                                      heads=current)
-        valid_from = item.valid_from or now
-        valid_until = item.valid_until
-        if valid_until is None and memory_class.default_ttl is not None:
-            valid_until = valid_from + memory_class.default_ttl
-        fact: dict[str, Any] = {"field": item.field, "value": item.value}
-        if item.source_ref is not None:
-            fact["reference"] = item.source_ref
-        stored_fact, stored_text = seal(memory_class, fact, item.text)
-        record = MemoryRecord(
-            tenant_id=scope.tenant_id, subject=subject, namespace=item.namespace, kind=item.kind,
-            memory_type=item.memory_type, field=item.field, fact=stored_fact, text=stored_text,
-            source_type=item.source_type, source_event=p.event, source_ref=item.source_ref,
-            confidence=Confidence.CONFIRMED, sensitivity=memory_class.sensitivity, memory_class=memory_class,
-            valid_from=valid_from, valid_until=valid_until, content_hash=content_hash,
-        )
+        record = new_record(scope=scope, item=item, memory_class=memory_class, event=p.event, decision=decision,
+                            heads=current, content_hash=content_hash, now=now)
+        record.subject = subject  # the loaded row, so serialising the results does not fetch it per item
         superseded: list[str] = []
         conflict_with: list[str] = []
-        if decision.outcome is precedence.Outcome.KEEP_INACTIVE:
-            strongest = min(current, key=lambda h: precedence.rank(h.source_type))
-            record.status, record.status_reason, record.superseded_by = (
-                RecordStatus.SUPERSEDED, decision.reason, strongest)
-        elif decision.outcome is precedence.Outcome.SUPERSEDE:
-            record.supersedes = current[0]
+        if decision.outcome is precedence.Outcome.SUPERSEDE:
             for head in current:
                 head.status, head.superseded_by, head.status_reason = (
                     RecordStatus.SUPERSEDED, record, decision.reason)
@@ -278,8 +260,9 @@ def _store(scope: Scope, fresh: list[_Pending], *, vectors: Future[list[list[flo
             conflict_with = [h.pk for h in current]
             conflicts.append((p, record, list(current)))
             heads[key] = [record, *current]
-        else:
+        elif decision.outcome is precedence.Outcome.ACTIVATE:
             heads[key] = [record]
+        # KEEP_INACTIVE: the record is stored but is not a head; the heads stay as they are.
         records.append(record)
         p.result.record, p.result.created, p.result.decision = record, True, decision
         p.result.conflict_with = conflict_with

@@ -151,14 +151,14 @@ def _live_heads(scope: Scope, namespace: str, field_name: str) -> list[MemoryRec
     )
 
 
-def store_confirmed(*, scope: Scope, item: RecordInput, memory_class: MemoryClass, event: Event,
-                    actor_action: str) -> WriteResult:
-    """Insert a confirmed record and apply precedence. Caller holds the transaction."""
-    lock_key(scope.tenant_id, scope.subject_id, item.namespace, item.field)
-    content_hash = fact_hash(item.field, item.value)
-    heads = _live_heads(scope, item.namespace, item.field)
-    decision = precedence.decide(new_source_type=item.source_type, new_content_hash=content_hash, heads=heads)
-    now = timezone.now()
+def new_record(*, scope: Scope, item: RecordInput, memory_class: MemoryClass, event: Event | None,
+               decision: precedence.Decision, heads: list[MemoryRecord], content_hash: str,
+               now: dt.datetime) -> MemoryRecord:
+    """The unsaved confirmed record for ``item``, placed as the precedence decision says.
+
+    Shared by the single write (store_confirmed) and the batch writer, so both seal content, apply
+    the class TTL and link a lower-authority write to what outranks it in exactly the same way.
+    """
     valid_from = item.valid_from or now
     valid_until = item.valid_until
     if valid_until is None and memory_class.default_ttl is not None:
@@ -174,14 +174,25 @@ def store_confirmed(*, scope: Scope, item: RecordInput, memory_class: MemoryClas
         confidence=Confidence.CONFIRMED, sensitivity=memory_class.sensitivity, memory_class=memory_class,
         valid_from=valid_from, valid_until=valid_until, content_hash=content_hash,
     )
-    conflict_with: list[str] = []
     if decision.outcome is precedence.Outcome.KEEP_INACTIVE:
-        strongest = min(heads, key=lambda h: precedence.rank(h.source_type))
         record.status = RecordStatus.SUPERSEDED
         record.status_reason = decision.reason
-        record.superseded_by = strongest
+        record.superseded_by = min(heads, key=lambda h: precedence.rank(h.source_type))
     elif decision.outcome is precedence.Outcome.SUPERSEDE:
         record.supersedes = heads[0]
+    return record
+
+
+def store_confirmed(*, scope: Scope, item: RecordInput, memory_class: MemoryClass, event: Event,
+                    actor_action: str) -> WriteResult:
+    """Insert a confirmed record and apply precedence. Caller holds the transaction."""
+    lock_key(scope.tenant_id, scope.subject_id, item.namespace, item.field)
+    content_hash = fact_hash(item.field, item.value)
+    heads = _live_heads(scope, item.namespace, item.field)
+    decision = precedence.decide(new_source_type=item.source_type, new_content_hash=content_hash, heads=heads)
+    record = new_record(scope=scope, item=item, memory_class=memory_class, event=event, decision=decision,
+                        heads=heads, content_hash=content_hash, now=timezone.now())
+    conflict_with: list[str] = []
     record.save(force_insert=True)
     if decision.outcome is precedence.Outcome.SUPERSEDE:
         MemoryRecord.objects.filter(pk__in=[h.pk for h in heads]).update(
