@@ -23,12 +23,14 @@ PROCEDURE_BODY = ("1. Look up the order in the order system.\n2. Refunds above 1
                   "3. Tell the customer when to expect the money.")
 RACE_VALUE = "Zarvonian throat singing"
 SECRET = "Zq9!vortex-eval-77"
+WORKER_TIMEOUT_S = 90.0  # a cold qcluster imports torch and loads the model (about 10 s on 2 cores)
 
 
 class Adversary:
-    def __init__(self, realm: Realm, obs: Observations) -> None:
+    def __init__(self, realm: Realm, obs: Observations, *, worker: bool = True) -> None:
         self.realm = realm
         self.obs = obs
+        self.worker = worker
 
     def subject(self, case: str, namespaces: list[str] | None = None, external_id: str | None = None) -> Principal:
         return self.realm.principal("a", external_id or f"{self.realm.run_id}-adv-{case}", namespaces=namespaces)
@@ -230,9 +232,18 @@ class Adversary:
                                                             "text": "Played Zarvonian songs twice."}})
         details += [f"deletion job: {status}", f"in-flight job ended: {in_flight}",
                     f"late delivery: {late.status}", f"replay of the deleted event: {replay.status} {replay.code}"]
+        problems = []
+        # (c) the same claim handed to a real worker after the deletion: a `manage.py qcluster` process
+        # takes the queued job from the broker (with the still-queued task of (a)), as in production.
+        worker_note, worker_problem = self.worker_delivery(p, claim)
+        details.append(f"real worker: {worker_note}")
+        if self.worker:
+            self.obs.deletion.append(Check("adversarial", "race: the real worker's delivery", not worker_problem,
+                                           worker_problem))
+        if worker_problem:
+            problems.append(worker_problem)
         served = p.post("/retrieve", {"query": "What music does the user like?", "limit": 10})
         listed = p.get("/memories", status="active", limit=50)
-        problems = []
         if status != "completed":
             problems.append(f"the deletion job is {status}")
         for surface, payload in (("retrieve", served.body.get("packets")), ("list", listed.body)):
@@ -246,8 +257,51 @@ class Adversary:
             problems.append(f"replaying the deleted event answered {replay.status}")
         if problems:
             return CaseResult("", "", "fail", "; ".join(problems), details)
-        return CaseResult("", "", "pass", "no resurrection: the in-flight and the late job met the tombstone",
-                          details)
+        return CaseResult("", "", "pass", "no resurrection: the in-flight job, the late job and the real worker's "
+                                          "job met the tombstone" if self.worker else
+                          "no resurrection: the in-flight and the late job met the tombstone (no real worker: "
+                          "--no-worker)", details)
+
+    def worker_delivery(self, p: Principal, claim: dict) -> tuple[str, str]:
+        """Queue one more delivery of the deleted claim, start a real qcluster, wait for its decision.
+        Returns (what happened, the problem or "")."""
+        if not self.worker:
+            return "not started (--no-worker)", ""
+        import time
+
+        from memory.evaluation.runner import queued_tasks
+        from memory.evaluation.worker import real_worker
+        from memory.models import Candidate
+
+        with queued_tasks():
+            queued = p.post("/candidates", {**claim, "text": f"Loves {RACE_VALUE}",
+                                            "source": {"event_id": self.event_id("race-4"),
+                                                       "text": "A delayed sync: listens to Zarvonian music."}})
+        if queued.status != 202:
+            return f"queued delivery answered {queued.status} {queued.code}", \
+                f"the queued delivery answered {queued.status}"
+        candidate_id = queued.body["candidate_id"]
+
+        def decided() -> tuple[str, list] | None:
+            row = Candidate.objects.filter(pk=candidate_id).values_list("status", "reasons").first()
+            if row is None:
+                return ("missing", [])
+            return (row[0], row[1]) if row[0] != Candidate.Status.PENDING else None
+
+        started = time.monotonic()
+        with real_worker() as worker:
+            outcome = worker.wait_for(decided, timeout=WORKER_TIMEOUT_S)
+        took = time.monotonic() - started
+        if outcome is None:
+            return f"no decision within {WORKER_TIMEOUT_S:.0f} s", "the real worker did not consolidate the " \
+                                                                  "queued delivery"
+        state, reasons = outcome
+        codes = sorted({r.get("code", "") for r in reasons if isinstance(r, dict)})
+        note = f"the queued delivery became {state} {codes} in {took:.1f} s (qcluster started, run, stopped)"
+        if state in (Candidate.Status.RETRIEVABLE, Candidate.Status.APPROVED, Candidate.Status.REVIEW,
+                     Candidate.Status.MERGED):
+            return note, f"the real worker let the deleted claim back in ({state})"
+        return note, ""
 
     # --- 5 ---------------------------------------------------------------------------------------------
     def secret_in_evidence(self) -> CaseResult:

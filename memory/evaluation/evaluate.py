@@ -14,7 +14,7 @@ from memory.evaluation.suite import Suite
 
 
 def run_evaluation(*, realm: Realm, suite: Suite, profile: str, mode: str, keep: bool = False,
-                   progress: Progress | None = None) -> Report:
+                   worker: bool = True, progress: Progress | None = None) -> Report:
     started = time.monotonic()
     started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     notes: list[str] = []
@@ -24,7 +24,7 @@ def run_evaluation(*, realm: Realm, suite: Suite, profile: str, mode: str, keep:
             obs = runner.run()
             if progress:
                 progress("adversarial cases")
-            cases = Adversary(realm, obs).run()
+            cases = Adversary(realm, obs, worker=worker).run()
     finally:
         if keep:
             notes.append(f"tenants/subjects kept for inspection: {realm.run_id}-*")

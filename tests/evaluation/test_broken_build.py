@@ -29,7 +29,8 @@ def broken_run(tmp_path: Path, *scenarios: str) -> dict[str, Any]:
     args = [arg for name in scenarios for arg in ("--scenario", name)]
     out = tmp_path / "report.json"
     with pytest.raises(CommandError) as failed:
-        call_command("evaluate", "--profile", "fast", *args, "--json", str(out))
+        # --no-worker: the race's hand-off to a real qcluster process would run unpatched code anyway.
+        call_command("evaluate", "--profile", "fast", *args, "--no-worker", "--json", str(out))
     assert failed.value.returncode == 1
     return json.loads(out.read_text())
 

@@ -1,18 +1,23 @@
 """`manage.py evaluate --profile fast`: the whole suite, once, on the real database, model and services.
 
 This is the run `make test` makes of the suite: every metric and adversarial case must be present
-and pass. (Its tasks run inline through django-q2's sync mode: memory/evaluation/runner.sync_tasks.)
+and pass. The scenario phases run their tasks inline (django-q2's sync mode: runner.sync_tasks); the
+deletion race hands its last job to a real `manage.py qcluster` process (memory/evaluation/worker.py).
 """
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from django.core.management import CommandError, call_command
+from django.db import connection
 
-from memory.evaluation.suite import METRICS
+from memory.evaluation.suite import METRICS, SCENARIO_DIR
 
 ADVERSARIAL = {"injected_instructions", "body_scope_change", "poisoned_procedure", "deletion_races_consolidation",
                "secret_in_evidence"}
@@ -45,6 +50,49 @@ def test_it_checks_deletion_on_every_surface_and_in_the_database(fast_report: di
     for surface in ("job", "database", "list", "export", "get", "history", "facts", "retrieval log", "retrieve",
                     "thread/events", "race"):
         assert surface in surfaces
+
+
+def test_it_hands_the_racing_job_to_a_real_worker_process(fast_report: dict) -> None:
+    race = fast_report["adversarial"]["deletion_races_consolidation"]
+    worker = [d for d in race["details"] if d.startswith("real worker:")]
+    assert worker and "became discarded ['tombstoned']" in worker[0] and "qcluster started" in worker[0]
+    assert "race: the real worker's delivery" in _cases(fast_report, "deletion")
+
+
+def test_it_exits_1_when_a_metric_misses_the_threshold_of_its_suite_file(transactional_db: Any,
+                                                                          tmp_path: Path) -> None:
+    """Not only the must-be-1.0 metrics: noise is 0.64 in this scenario; a suite demanding <= 0.1 fails."""
+    suite = tmp_path / "suite"
+    shutil.copytree(SCENARIO_DIR, suite)
+    head = yaml.safe_load((suite / "suite.yaml").read_text())
+    head["thresholds"]["noise_max"] = 0.1
+    (suite / "suite.yaml").write_text(yaml.safe_dump(head))
+    out = tmp_path / "report.json"
+    with pytest.raises(CommandError) as failed:
+        call_command("evaluate", "--suite", str(suite), "--scenario", "travel_preference_drift", "--no-worker",
+                     "--json", str(out))
+    assert failed.value.returncode == 1
+    report = json.loads(out.read_text())
+    assert {name for name, m in report["metrics"].items() if not m["ok"]} == {"noise"}
+    assert report["metrics"]["noise"]["value"] > 0.1
+    assert report["metrics"]["noise"]["rule"] == "<= 0.1"
+    assert {c["status"] for c in report["adversarial"].values()} == {"pass"}
+
+
+def test_it_creates_the_cache_table_a_fresh_clone_lacks(transactional_db: Any, tmp_path: Path) -> None:
+    """A clone that ran only `migrate` has no cache table; the deletion fan-out purges that cache."""
+    with connection.cursor() as cursor:
+        cursor.execute('DROP TABLE IF EXISTS "engram_cache"')
+    out = tmp_path / "report.json"
+    call_command("evaluate", "--scenario", "expiry_and_episodes", "--no-worker", "--json", str(out))
+    report = json.loads(out.read_text())
+    assert report["metrics"]["deletion"]["failures"] == []
+    assert report["adversarial"]["deletion_races_consolidation"]["status"] == "pass"
+
+
+def test_it_refuses_a_suite_directory_without_suite_yaml(tmp_path: Path) -> None:
+    with pytest.raises(CommandError, match="no suite.yaml"):
+        call_command("evaluate", "--suite", str(tmp_path))
 
 
 def test_it_writes_an_html_report_with_a_chart_per_metric(fast_report: dict) -> None:
