@@ -165,11 +165,18 @@ class ScenarioRunner:
         try:
             step(*args)
         except Exception as exc:  # noqa: BLE001
+            reason = f"crashed: {type(exc).__name__}: {exc}"[:300]
+            if label == "retrieval":  # useful retrieval counts queries: a crashed phase is a missed one
+                self.obs.retrieval.append({
+                    "scenario": scenario, "query": "retrieval phase", "k": 0, "status": 0, "relevant": 1,
+                    "found": 0, "hit": False, "recall": 0.0, "tokens_used": 0, "tokens_irrelevant": 0,
+                    "returned": [reason]})
+                return
             target = {"writes": self.obs.precision, "threads": self.obs.isolation, "worker": self.obs.recall,
-                      "precision/recall": self.obs.precision, "retrieval": self.obs.precision,
+                      "precision/recall": self.obs.precision,
                       "contradictions": self.obs.contradictions, "staleness": self.obs.staleness,
                       "isolation": self.obs.isolation, "deletion": self.obs.deletion}[label]
-            target.append(Check(scenario, f"{label} phase", False, f"crashed: {type(exc).__name__}: {exc}"[:300]))
+            target.append(Check(scenario, f"{label} phase", False, reason))
 
     def _body(self, scenario: Scenario, event: dict[str, Any]) -> dict[str, Any]:
         body: dict[str, Any] = {

@@ -90,9 +90,16 @@ def test_it_creates_the_cache_table_a_fresh_clone_lacks(transactional_db: Any, t
     assert report["adversarial"]["deletion_races_consolidation"]["status"] == "pass"
 
 
-def test_it_refuses_a_suite_directory_without_suite_yaml(tmp_path: Path) -> None:
-    with pytest.raises(CommandError, match="no suite.yaml"):
-        call_command("evaluate", "--suite", str(tmp_path))
+def test_it_exits_2_when_the_run_cannot_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exit 2 is "could not run", distinct from 1 "ran and failed"."""
+    monkeypatch.delenv("ENGRAM_EVAL_KEY", raising=False)
+    attempts = [(["--suite", str(tmp_path)], "no suite.yaml"), (["--scenario", "no_such_scenario"], "No scenario"),
+                (["--via-api", "http://127.0.0.1:9"], "needs --api-key"),
+                (["--via-api", "http://127.0.0.1:9", "--api-key", "egk_x"], "127.0.0.1:9")]
+    for args, message in attempts:
+        with pytest.raises(CommandError, match=message) as refused:
+            call_command("evaluate", *args)
+        assert refused.value.returncode == 2, args
 
 
 def test_it_writes_an_html_report_with_a_chart_per_metric(fast_report: dict) -> None:
@@ -105,11 +112,6 @@ def test_it_leaves_no_tenant_of_the_run_behind(fast_report: dict) -> None:
     from memory.models import Tenant
 
     assert not Tenant.objects.filter(slug__startswith=fast_report["run_id"]).exists()
-
-
-def test_it_refuses_an_unknown_scenario(transactional_db: Any) -> None:
-    with pytest.raises(CommandError, match="No scenario"):
-        call_command("evaluate", "--scenario", "no_such_scenario")
 
 
 def _cases(report: dict, metric: str) -> list[str]:

@@ -4,8 +4,10 @@
                        [--suite DIR] [--no-worker]
     manage.py evaluate --via-api http://127.0.0.1:8000 --api-key egk_… [--api-key-b egk_…]
 
-Exit status 1 when a must-be-1.0 metric (isolation, staleness, deletion) is below 1.0, another metric
-misses the threshold in memory/evaluation/scenarios/suite.yaml, or an adversarial case fails.
+Exit status 0 when the suite passes; 1 when a must-be-1.0 metric (isolation, staleness, deletion) is
+below 1.0, another metric misses the threshold in memory/evaluation/scenarios/suite.yaml, or an
+adversarial case fails; 2 when the run could not start (unknown scenario, no suite.yaml, no API key,
+server unreachable).
 Metric definitions: docs/evaluation.md.
 """
 
@@ -18,6 +20,8 @@ from typing import Any
 
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+FAILED, UNUSABLE = 1, 2  # exit codes: the suite failed / the run could not start
 
 
 class Command(BaseCommand):
@@ -50,16 +54,20 @@ class Command(BaseCommand):
 
         directory = Path(options["suite_dir"]) if options["suite_dir"] else SCENARIO_DIR
         if not (directory / "suite.yaml").is_file():
-            raise CommandError(f"{directory} holds no suite.yaml.")
+            raise CommandError(f"{directory} holds no suite.yaml.", returncode=UNUSABLE)
         try:
             suite = load_suite(options["profile"], names=options["scenarios"], directory=directory)
         except SuiteError as exc:
-            raise CommandError(str(exc)) from exc
+            raise CommandError(str(exc), returncode=UNUSABLE) from exc
         realm: Realm
         if options["via_api"]:
             if not options["api_key"]:
-                raise CommandError("--via-api needs --api-key (or ENGRAM_EVAL_KEY) with read/write/propose/mint.")
-            realm = ApiRealm(options["via_api"], options["api_key"], options["api_key_b"])
+                raise CommandError("--via-api needs --api-key (or ENGRAM_EVAL_KEY) with read/write/propose/mint.",
+                                   returncode=UNUSABLE)
+            try:
+                realm = ApiRealm(options["via_api"], options["api_key"], options["api_key_b"])
+            except (RuntimeError, OSError) as exc:  # URLError is an OSError
+                raise CommandError(f"{options['via_api']}: {exc}", returncode=UNUSABLE) from exc
             mode = f"via-api {options['via_api']}"
         else:
             # The deletion fan-out purges the shared database cache; a fresh clone that ran only
@@ -99,4 +107,4 @@ class Command(BaseCommand):
             write_html(report, Path(options["html_path"]))
             console.print(f"HTML report: {options['html_path']}")
         if not report.ok and not options["no_fail"]:
-            raise CommandError("The evaluation failed: see the failing metrics and cases above.", returncode=1)
+            raise CommandError("The evaluation failed: see the failing metrics and cases above.", returncode=FAILED)
