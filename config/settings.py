@@ -89,12 +89,14 @@ if DATABASE_URL:
 else:
     from config.embedded_db import APP_DB_NAME, ensure_server
 
+    # ENGRAM_DB_NAME (below) names another database of the same server; create it if missing.
+    _db_name = env_str("ENGRAM_DB_NAME") or APP_DB_NAME
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.postgresql",
-            "NAME": APP_DB_NAME,
+            "NAME": _db_name,
             "USER": "postgres",
-            "HOST": ensure_server(BASE_DIR),
+            "HOST": ensure_server(BASE_DIR, database=_db_name),
             "CONN_MAX_AGE": 60,
         }
     }
