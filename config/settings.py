@@ -175,6 +175,14 @@ ENGRAM_FERNET_KEYS = env_list("ENGRAM_FERNET_KEYS", [])
 ENGRAM_MAX_TEXT_CHARS = env_int("ENGRAM_MAX_TEXT_CHARS", 4000)
 # Thread state (events, summaries, checkpoints, tool calls) idle this long is deleted daily; 0 keeps it.
 ENGRAM_THREAD_RETENTION_DAYS = env_int("ENGRAM_THREAD_RETENTION_DAYS", 90)
+# Thread summarizer: the OpenAI-compatible adapter is on only when a URL is set (e.g. https://host/v1);
+# unset, the deterministic extractive summarizer runs with no external service.
+ENGRAM_SUMMARIZER_URL = env_str("ENGRAM_SUMMARIZER_URL", "")
+ENGRAM_SUMMARIZER_MODEL = env_str("ENGRAM_SUMMARIZER_MODEL", "default")
+ENGRAM_SUMMARIZER_API_KEY = env_str("ENGRAM_SUMMARIZER_API_KEY", "")
+ENGRAM_SUMMARIZER_TIMEOUT = env_int("ENGRAM_SUMMARIZER_TIMEOUT", 30)  # seconds
+# Procedure poison flags: hosts/domains a proposal may add without a new_contact flag (comma-separated).
+ENGRAM_PROCEDURE_ALLOWED_HOSTS = env_list("ENGRAM_PROCEDURE_ALLOWED_HOSTS", [])
 
 LOGGING = {
     "version": 1,

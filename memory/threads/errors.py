@@ -1,4 +1,4 @@
-"""Errors of the threads area beyond memory.errors: HTTP preconditions for checkpoints."""
+"""Errors of the threads area beyond memory.errors: HTTP preconditions for checkpoints, the summarizer."""
 
 from __future__ import annotations
 
@@ -13,3 +13,10 @@ class PreconditionRequired(EngramError):
 class PreconditionFailed(EngramError):
     status = 412
     code = "precondition_failed"
+
+
+class SummarizerUnavailable(EngramError):
+    """The configured summarizer service failed or answered nothing usable; nothing was written."""
+
+    status = 503
+    code = "summarizer_unavailable"

@@ -2,11 +2,17 @@
 
 The default is deterministic and extractive (no external service): it quotes the first sentence of
 each message, names tool calls, results and approvals, and lists what is still open. An adapter for
-an OpenAI-compatible chat endpoint is available behind environment variables and is off by default:
+an OpenAI-compatible chat endpoint is available behind environment variables (declared in
+config/settings.py) and is off by default:
 
-    ENGRAM_SUMMARIZER_URL      base URL, e.g. https://api.example.com/v1 (unset: adapter off)
-    ENGRAM_SUMMARIZER_MODEL    model name sent in the request
-    ENGRAM_SUMMARIZER_API_KEY  bearer key (optional)
+    ENGRAM_SUMMARIZER_URL      base URL, e.g. https://api.example.com/v1 (default "": adapter off)
+    ENGRAM_SUMMARIZER_MODEL    model name sent in the request (default "default")
+    ENGRAM_SUMMARIZER_API_KEY  bearer key (default "": no Authorization header)
+    ENGRAM_SUMMARIZER_TIMEOUT  seconds to wait for the reply (default 30)
+
+When the service fails or answers something unusable, ``SummarizerUnavailable`` (503) is raised and
+nothing is written: the API answers 503 ``summarizer_unavailable``; a regeneration task fails and is
+retried by django-q2, while the stale summary stays stale (and blank, if a deletion caused it).
 
 Either way the unresolved items and referenced event ids are computed here, deterministically, so
 a summary always knows its sources even when a model wrote its prose.
@@ -15,13 +21,16 @@ a summary always knows its sources even when a model wrote its prose.
 from __future__ import annotations
 
 import json
-import os
 import re
+import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from django.conf import settings
+
+from memory.threads.errors import SummarizerUnavailable
 from memory.threads.models import EventKind, ThreadEvent
 
 MAX_QUOTE_CHARS = 200
@@ -134,12 +143,14 @@ class OpenAICompatibleConfig:
     timeout: float = 30.0
 
     @classmethod
-    def from_env(cls) -> OpenAICompatibleConfig | None:
-        url = os.environ.get("ENGRAM_SUMMARIZER_URL", "").strip()
+    def from_settings(cls) -> OpenAICompatibleConfig | None:
+        url = str(getattr(settings, "ENGRAM_SUMMARIZER_URL", "") or "").strip()
         if not url:
             return None
-        return cls(url=url.rstrip("/"), model=os.environ.get("ENGRAM_SUMMARIZER_MODEL", "").strip() or "default",
-                   api_key=os.environ.get("ENGRAM_SUMMARIZER_API_KEY", "").strip())
+        model = str(getattr(settings, "ENGRAM_SUMMARIZER_MODEL", "") or "").strip() or "default"
+        return cls(url=url.rstrip("/"), model=model,
+                   api_key=str(getattr(settings, "ENGRAM_SUMMARIZER_API_KEY", "") or "").strip(),
+                   timeout=float(getattr(settings, "ENGRAM_SUMMARIZER_TIMEOUT", 30)))
 
 
 PROMPT = ("Summarize this conversation for an assistant that will continue it. Keep facts, decisions and "
@@ -153,7 +164,7 @@ class OpenAICompatibleSummarizer:
 
     def __init__(self, config: OpenAICompatibleConfig) -> None:
         self.config = config
-        self.version = config.model
+        self.version = config.model[:100]  # Summary.summarizer_version
 
     def build_request(self, events: Sequence[ThreadEvent]) -> urllib.request.Request:
         transcript = "\n".join(line for e in live_view(events) if (line := _line(e)))
@@ -168,16 +179,27 @@ class OpenAICompatibleSummarizer:
     def summarize(self, events: Sequence[ThreadEvent]) -> SummaryDraft:
         live = live_view(events)
         request = self.build_request(live)
-        with urllib.request.urlopen(request, timeout=self.config.timeout) as response:  # noqa: S310 (configured URL)
-            reply = json.loads(response.read())
-        text = str(reply["choices"][0]["message"]["content"]).strip()[:MAX_SUMMARY_CHARS]
+        # The key and URL stay out of the error: it is shown to API clients.
+        try:
+            with urllib.request.urlopen(request, timeout=self.config.timeout) as response:  # noqa: S310 (configured)
+                reply = json.loads(response.read())
+        except (urllib.error.URLError, OSError, ValueError) as exc:  # HTTP errors, refused, timeout, bad JSON
+            raise SummarizerUnavailable(f"The summarizer service failed ({type(exc).__name__}); "
+                                        "try again later, or store a client summary.") from None
+        try:
+            text = str(reply["choices"][0]["message"]["content"]).strip()[:MAX_SUMMARY_CHARS]
+        except (KeyError, IndexError, TypeError):
+            text = ""
+        if not text:
+            raise SummarizerUnavailable("The summarizer service answered no summary text; try again later, "
+                                        "or store a client summary.")
         return SummaryDraft(text=text, unresolved=unresolved_items(live),
                             referenced_event_ids=[e.pk for e in live if _line(e)])
 
 
 def get_summarizer() -> Summarizer:
     """The configured summarizer: the OpenAI-compatible adapter when its URL is set, else extractive."""
-    config = OpenAICompatibleConfig.from_env()
+    config = OpenAICompatibleConfig.from_settings()
     if config is None:
         return ExtractiveSummarizer()
     return OpenAICompatibleSummarizer(config)

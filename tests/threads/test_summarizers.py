@@ -14,17 +14,23 @@ from memory.threads.summarizers import (
     get_summarizer,
 )
 
-ENV = ("ENGRAM_SUMMARIZER_URL", "ENGRAM_SUMMARIZER_MODEL", "ENGRAM_SUMMARIZER_API_KEY")
-
 
 def event(seq, text, **kw):
     defaults = {"kind": "message", "role": "user", "status": "recorded", "data": {}}
     return ThreadEvent(pk=f"evt_{seq}", seq=seq, text=text, **{**defaults, **kw})
 
 
-def test_the_default_summarizer_is_extractive_and_needs_no_service(monkeypatch):
-    for name in ENV:
-        monkeypatch.delenv(name, raising=False)
+def test_the_adapter_settings_are_declared_and_off_by_default():
+    from django.conf import settings
+
+    assert settings.ENGRAM_SUMMARIZER_URL == ""
+    assert settings.ENGRAM_SUMMARIZER_MODEL == "default"
+    assert settings.ENGRAM_SUMMARIZER_API_KEY == ""
+    assert settings.ENGRAM_SUMMARIZER_TIMEOUT == 30
+
+
+def test_the_default_summarizer_is_extractive_and_needs_no_service(settings):
+    settings.ENGRAM_SUMMARIZER_URL = ""
 
     summarizer = get_summarizer()
 
@@ -32,14 +38,32 @@ def test_the_default_summarizer_is_extractive_and_needs_no_service(monkeypatch):
     assert (summarizer.name, summarizer.version) == ("extractive", "1")
 
 
-def test_the_adapter_is_chosen_when_its_url_is_set(monkeypatch):
-    monkeypatch.setenv("ENGRAM_SUMMARIZER_URL", "http://llm.internal/v1/")
-    monkeypatch.setenv("ENGRAM_SUMMARIZER_MODEL", "small-model")
+def test_the_adapter_is_chosen_when_its_url_is_set(settings):
+    settings.ENGRAM_SUMMARIZER_URL = "http://llm.internal/v1/"
+    settings.ENGRAM_SUMMARIZER_MODEL = "small-model"
+    settings.ENGRAM_SUMMARIZER_TIMEOUT = 5
 
     summarizer = get_summarizer()
 
     assert isinstance(summarizer, OpenAICompatibleSummarizer)
     assert (summarizer.name, summarizer.version) == ("openai-compatible", "small-model")
+    assert summarizer.config.url == "http://llm.internal/v1" and summarizer.config.timeout == 5.0
+
+
+def test_the_env_variables_reach_the_settings_module():
+    """A fresh interpreter: the variables are read by config/settings.py through the strict helpers."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "ENGRAM_SUMMARIZER_URL": "http://llm.internal/v1", "ENGRAM_SUMMARIZER_MODEL": "m-1",
+           "ENGRAM_SUMMARIZER_TIMEOUT": "7", "ENGRAM_PROCEDURE_ALLOWED_HOSTS": "a.example, b.example",
+           "DJANGO_SETTINGS_MODULE": "config.settings"}
+    code = ("from django.conf import settings as s; print(s.ENGRAM_SUMMARIZER_URL, s.ENGRAM_SUMMARIZER_MODEL, "
+            "s.ENGRAM_SUMMARIZER_TIMEOUT, s.ENGRAM_PROCEDURE_ALLOWED_HOSTS)")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+
+    assert out.strip() == "http://llm.internal/v1 m-1 7 ['a.example', 'b.example']"
 
 
 def test_the_adapter_builds_a_chat_completions_request_from_live_events_only():
