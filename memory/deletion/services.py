@@ -173,7 +173,20 @@ def _create_job(*, scope: Scope, kind: str, plan: _Plan, memory_id: str = "", ex
           tenant_id=scope.tenant_id, subject_id=scope.subject_id,
           data={"memory_ids": plan.memory_ids, "event_ids": plan.event_ids})
     _enqueue(job.pk)
+    _summaries_leave_retrieval(scope=scope, plan=plan, whole_subject=bool((extra_plan or {}).get("whole_subject")))
     return job
+
+
+def _summaries_leave_retrieval(*, scope: Scope, plan: _Plan, whole_subject: bool) -> None:
+    """Thread summaries over the events the records cite go stale (and blank) in this transaction, not
+    when the job runs: out of retrieval from the DELETE on (the threads area's hook; issue 6)."""
+    try:
+        from memory.threads.deletion_surfaces import summaries_stale_on_request
+    except ImportError:  # the threads area is not installed
+        return
+    summaries_stale_on_request(registry.DeletionTarget(
+        tenant_id=scope.tenant_id, subject_id=scope.subject_id, subject_external_id=scope.subject_external_id,
+        event_ids=tuple(plan.event_ids), whole_subject=whole_subject))
 
 
 def _enqueue(job_id: str) -> None:

@@ -24,7 +24,7 @@ from memory.deletion.registry import DeletionTarget, purge_surface, read_check
 from memory.models import Event
 from memory.threads.models import Checkpoint, Summary, Thread, ThreadEvent, ToolCall
 from memory.threads.services.events import blank_events, tombstone_events
-from memory.threads.services.summaries import mark_stale
+from memory.threads.services.summaries import mark_stale, summaries_over
 
 MIN_MARKER = 3
 REASON = "a source was deleted (memory deletion)"
@@ -67,6 +67,24 @@ def _summaries_over_deleted(events: QuerySet[ThreadEvent]) -> QuerySet[Summary]:
         over |= Q(thread_id=thread_id, from_seq__lte=seq, to_seq__gte=seq) & made_before
         over |= Q(thread_id=thread_id, referenced_event_ids__contains=[event_id])
     return Summary.objects.filter(over)
+
+
+def summaries_stale_on_request(target: DeletionTarget) -> list[str]:
+    """At DELETE time, before the job runs: the summaries over the thread events that the deleted
+    records cite (every summary of the subject, for an erasure) go stale and blank in the request's
+    transaction, so they leave GET /summary and retrieval from that commit. No regeneration yet:
+    the events still hold their words until the job's ``thread_events`` step blanks them, and that
+    step queues the regeneration (it selects these summaries again: made before the blanking)."""
+    if target.whole_subject:
+        summaries = _scoped(Summary, target)
+    else:
+        cited = _scoped(ThreadEvent, target).filter(pk__in=_cited_ids(target))
+        summaries = summaries_over(cited).filter(tenant_id=target.tenant_id, subject_id=target.subject_id)
+    reason = REASON + " (deletion requested)"
+    stale = mark_stale(summaries.filter(origin=Summary.Origin.SERVER), reason=reason, blank=True, regenerate=False)
+    stale += mark_stale(summaries.filter(origin=Summary.Origin.CLIENT), blank=True, regenerate=False,
+                        reason=reason + "; a client summary is not regenerated: write a new one")
+    return stale
 
 
 @purge_surface("thread_events", order=20)

@@ -112,10 +112,12 @@ def summaries_over(events: QuerySet[ThreadEvent]) -> QuerySet[Summary]:
     return Summary.objects.filter(covering) if ids else Summary.objects.none()
 
 
-def mark_stale(summaries: QuerySet[Summary], *, reason: str, blank: bool) -> list[str]:
+def mark_stale(summaries: QuerySet[Summary], *, reason: str, blank: bool, regenerate: bool = True) -> list[str]:
     """Stale at once (retrieval and GET /summary skip it from this commit); regeneration queued on commit.
 
     ``blank``: the cause was a deletion, so the content goes now, not when the regeneration runs.
+    ``regenerate=False``: the events are not blanked yet (a memory deletion still queued), so a
+    regeneration now would copy their words again; the deletion job's step queues it later.
     """
     rows = list(summaries.values_list("pk", "origin", "status", "replaced_by_id"))
     if not rows:
@@ -127,7 +129,8 @@ def mark_stale(summaries: QuerySet[Summary], *, reason: str, blank: bool) -> lis
     if blank:
         # The derived vectors go too: they were computed from the deleted words.
         Summary.objects.filter(pk__in=ids).update(text="", unresolved=[], search_vector=None, embedding=None)
-    to_regenerate = [pk for pk, origin, _, replaced in rows if origin == Summary.Origin.SERVER and not replaced]
+    to_regenerate = [pk for pk, origin, _, replaced in rows
+                     if regenerate and origin == Summary.Origin.SERVER and not replaced]
     for pk in to_regenerate:
         transaction.on_commit(partial(async_task, "memory.threads.tasks.regenerate_summary", pk))
     return fresh
