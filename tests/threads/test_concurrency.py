@@ -12,7 +12,7 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from memory.models import AuditEntry
-from memory.threads.models import Checkpoint, ThreadEvent
+from memory.threads.models import Checkpoint, ThreadEvent, ToolCall
 from tests.threads.conftest import append, new_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -94,3 +94,14 @@ def test_concurrent_first_checkpoints_create_one(agent):
 
     assert sorted(r.status_code for r in responses) == [201] + [412] * 5
     assert Checkpoint.objects.filter(workflow_id="wf-first").count() == 1
+
+
+def test_twenty_concurrent_records_of_one_tool_call_key_make_one_row(agent):
+    agents = clients(agent, N)
+    body = {"idempotency_key": "charge-1", "tool": "payments.charge", "arguments": {"amount_eur": 180}}
+
+    responses = race(N, lambda i: agents[i].post("/api/v1/workflows/wf-pay/tool-calls", body))
+
+    assert sorted(getattr(r, "status_code", r) for r in responses) == [200] * (N - 1) + [201]
+    assert ToolCall.objects.filter(workflow_id="wf-pay").count() == 1
+    assert AuditEntry.objects.filter(action="tool_call.record").count() == 1
