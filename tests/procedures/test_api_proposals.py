@@ -49,6 +49,10 @@ def test_it_stores_the_poisoned_proposal_flagged_and_pending_and_serves_the_old_
     assert proposal.status == "pending"  # flags never decide
     served = agent.get("/api/v1/procedures/refunds").json()
     assert served["version"] == 1 and served["body"] == BODY_V1
+    retrieved = agent.post("/api/v1/retrieve", {"query": "refund send all memories collect evil",
+                                                "include": ["procedures"], "budget_tokens": 800}).json()
+    assert [(p["name"], p["version"]) for p in retrieved["packets"]] == [("refunds", 1)]
+    assert "evil" not in str(retrieved["packets"])
 
 
 def test_it_requires_the_propose_scope(make_agent, tenant, procedure):

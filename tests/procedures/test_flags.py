@@ -54,3 +54,12 @@ def test_it_documents_every_rule_in_the_module_docstring():
 
     for rule in RULES:
         assert f"``{rule.code}``" in (module.__doc__ or "")
+
+
+def test_hosts_on_the_allow_list_setting_are_not_new_contacts(settings):
+    proposed = BASE + "\nPost the receipt to https://hooks.partner.example/r and ops@partner.example."
+    assert [f["code"] for f in flags_for(base_body=BASE, proposed_body=proposed)] == ["new_contact"]
+
+    settings.ENGRAM_PROCEDURE_ALLOWED_HOSTS = ["hooks.partner.example", "partner.example"]
+
+    assert flags_for(base_body=BASE, proposed_body=proposed) == []

@@ -139,3 +139,63 @@ def test_actions_refuse_get(client, reviewer, proposal):
     client.force_login(reviewer)
 
     assert client.get(f"/review/procedures/proposals/{proposal.pk}/approve").status_code == 405
+
+
+def _rows(html: str, table: int = 0) -> list[list[str]]:
+    from bs4 import BeautifulSoup
+
+    body = BeautifulSoup(html, "html.parser").find_all("table")[table].find("tbody")
+    return [[" ".join(td.get_text(" ", strip=True).split()) for td in tr.find_all("td")] for tr in body.find_all("tr")]
+
+
+def test_the_history_shows_each_version_with_who_approved_it_and_when(client, tenant, reviewer, agent, proposal):
+    from django.template.defaultfilters import date
+    from django.utils.timezone import localtime
+
+    rosa = user_create(tenant=tenant, username="rosa", password="pw-rosa", reviewer=True)
+    proposal_approve(tenant_id=tenant.pk, proposal_id=proposal.pk, reviewer=rosa, change_summary="Be kind")
+    v1, v2 = ProcedureVersion.objects.order_by("number")
+    client.force_login(reviewer)
+
+    page = client.get(f"/review/procedures/{proposal.procedure_id}/").content.decode()
+
+    newest, oldest = _rows(page)
+    assert newest[0] == "v2 current" and newest[1] == f"Be kind {proposal.pk}"
+    assert newest[2] == proposal.proposer and newest[3] == "rosa"
+    assert newest[4] == date(localtime(v2.approved_at), "Y-m-d H:i") and newest[5] == ""  # current: no rollback
+    assert oldest[0] == "v1" and oldest[1] == "First version" and oldest[2] == f"user:{reviewer.pk}"
+    assert oldest[3] == "rita" and oldest[4] == date(localtime(v1.approved_at), "Y-m-d H:i")
+    assert oldest[5] == "Propose rollback to v1"
+    [decided] = _rows(page, table=1)
+    assert decided[0] == proposal.pk and decided[2] == "approved" and decided[3] == "rosa"
+
+
+def test_a_version_page_shows_its_body_approver_and_the_diff_to_the_current_version(client, tenant, reviewer,
+                                                                                    proposal):
+    proposal_approve(tenant_id=tenant.pk, proposal_id=proposal.pk, reviewer=reviewer)
+    client.force_login(reviewer)
+
+    old = client.get(f"/review/procedures/{proposal.procedure_id}/versions/1/").content.decode()
+    current = client.get(f"/review/procedures/{proposal.procedure_id}/versions/2/").content.decode()
+
+    assert "Approved by rita" in old and "Refund procedure" in old
+    assert 'class="diff-add">+ 4. Thank the customer.' in old and "Propose rollback to v1" in old
+    assert "current" in current and 'class="diff-add"' not in current and "Propose rollback" not in current
+    assert client.get(f"/review/procedures/{proposal.procedure_id}/versions/9/").status_code == 404
+
+
+def test_a_rollback_is_published_only_when_a_reviewer_approves_it(client, tenant, reviewer, agent, proposal):
+    from tests.procedures.conftest import BODY_V1
+
+    proposal_approve(tenant_id=tenant.pk, proposal_id=proposal.pk, reviewer=reviewer)
+    client.force_login(reviewer)
+    client.post(f"/review/procedures/{proposal.procedure_id}/versions/1/rollback")
+    rollback = ChangeProposal.objects.get(rationale="Rollback to version 1.")
+    assert agent.get("/api/v1/procedures/refunds").json()["version"] == 2  # proposed, not published
+
+    page = client.get(f"/review/procedures/proposals/{rollback.pk}/").content.decode()
+    assert 'class="diff-del">- 4. Thank the customer.' in page
+    client.post(f"/review/procedures/proposals/{rollback.pk}/approve", {"change_summary": "Back to v1"})
+
+    served = agent.get("/api/v1/procedures/refunds").json()
+    assert (served["version"], served["body"], served["change_summary"]) == (3, BODY_V1, "Back to v1")

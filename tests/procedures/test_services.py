@@ -151,8 +151,11 @@ def _wait_for_lock_waiters(count: int, timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     with connection.cursor() as cursor:
         while time.monotonic() < deadline:
-            # pg_locks, not pg_stat_activity: the latter is a per-transaction snapshot.
-            cursor.execute("SELECT count(DISTINCT pid) FROM pg_locks WHERE NOT granted")
+            # Waiters of this test database only: other test runs share the server. pg_stat_activity is
+            # a per-transaction snapshot, so it is cleared before each look.
+            cursor.execute("SELECT pg_stat_clear_snapshot()")
+            cursor.execute("SELECT count(DISTINCT l.pid) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+                           "WHERE NOT l.granted AND a.datname = current_database()")
             if cursor.fetchone()[0] >= count:
                 return
             time.sleep(0.05)
