@@ -126,7 +126,8 @@ def excluded(scope: Scope, filters: Filters, query: SearchQuery | None, vector: 
                                                                        output_field=BooleanField()))
             .filter(matches)
             .order_by("near", "pk")
-            .values("id", "namespace", "kind", "text", "status", "confidence", "is_expired", "near")[:k])
+            .values("id", "namespace", "kind", "text", "status", "confidence", "is_expired", "near",
+                    "memory_class__max_retention", "memory_class__default_ttl")[:k])
     result = []
     for row in rows:
         if row["status"] == RecordStatus.ACTIVE:

@@ -1,7 +1,7 @@
 """memory_retrieve: verified scope -> allowed namespaces -> validity and task filters -> lexical and
 semantic candidates -> fusion and reranking -> limit and token budget -> packets + a retrieval log.
 
-Queries per call (pinned by tests/retrieval/test_queries.py): lexical leg, vector leg, the
+Queries per call (pinned by tests/retrieval/test_scoped_vector_search.py): lexical leg, vector leg, the
 "excluded" explanation query, the pending-embedding count, the log insert. Providers add their own.
 """
 
@@ -90,8 +90,12 @@ def _memory_item(record: MemoryRecord) -> Ranked:
 
 def _retention(record: MemoryRecord) -> float | None:
     memory_class = record.memory_class
-    spans = [d for d in (memory_class.max_retention, memory_class.default_ttl) if d is not None]
-    return min(spans).total_seconds() if spans else None
+    return _shortest(memory_class.max_retention, memory_class.default_ttl)
+
+
+def _shortest(*spans: dt.timedelta | None) -> float | None:
+    given = [d for d in spans if d is not None]
+    return min(given).total_seconds() if given else None
 
 
 def _provider_item(item: SourceItem) -> Ranked:
@@ -105,7 +109,8 @@ def _provider_item(item: SourceItem) -> Ranked:
 
 
 def _memory_candidates(scope: Scope, request: RetrieveRequest, filters: legs.Filters, vector: list[float],
-                       pool: int, dropped: dict[str, int], log: list[dict[str, Any]]) -> list[Ranked]:
+                       pool: int, dropped: dict[str, int], log: list[dict[str, Any]],
+                       retention: list[float]) -> list[Ranked]:
     tsquery = legs.text_query(request.query)
     by_id: dict[str, Ranked] = {}
     for rank, record in enumerate(legs.lexical(scope, filters, tsquery, pool), start=1):
@@ -126,6 +131,10 @@ def _memory_candidates(scope: Scope, request: RetrieveRequest, filters: legs.Fil
                  "similarity": None if row["near"] is None else round(1.0 - float(row["near"]), 4)}
         if reason != "deleted":  # a deleted record's content is gone and stays gone
             entry["text"] = row["text"]
+            # The log quotes this record too, so its class's retention bounds the log's.
+            span = _shortest(row["memory_class__max_retention"], row["memory_class__default_ttl"])
+            if span is not None:
+                retention.append(span)
         log.append(entry)
     return list(by_id.values())
 
@@ -160,6 +169,7 @@ def memory_retrieve(*, scope: Scope, request: RetrieveRequest) -> RetrieveResult
     pool = _pool_size(request.limit)
     dropped: dict[str, int] = {}
     log: list[dict[str, Any]] = []
+    retention: list[float] = []  # retention (s) of the classes of the excluded records the log quotes
     items: list[Ranked] = []
     if MEMORY in request.include:
         namespaces = _narrowed(scope, request, log, dropped)
@@ -167,7 +177,7 @@ def memory_retrieve(*, scope: Scope, request: RetrieveRequest) -> RetrieveResult
             filters = legs.Filters(namespaces=namespaces, kinds=request.kinds, types=request.types,
                                    fields=_as_list(request.filters.get("fields"), "fields"),
                                    source_types=_as_list(request.filters.get("source_types"), "source_types"))
-            items.extend(_memory_candidates(scope, request, filters, vector, pool, dropped, log))
+            items.extend(_memory_candidates(scope, request, filters, vector, pool, dropped, log, retention))
     timings["memory"] = _ms(started) - timings["embed"]
     query = RetrievalQuery(text=request.query, vector=vector, limit=pool, filters=dict(request.filters))
     for name in request.include:
@@ -180,7 +190,7 @@ def memory_retrieve(*, scope: Scope, request: RetrieveRequest) -> RetrieveResult
     items.sort(key=lambda i: (-i.score, i.item_id))
     packets, used = _select(items, request, embedder, dropped)
     timings["total"] = _ms(started)
-    retention = [i.extra["retention"] for i in items if i.extra.get("retention")]
+    retention += [i.extra["retention"] for i in items if i.extra.get("retention")]
     budget = {"limit": request.budget_tokens, "used": used}
     log_row = retrieval_log_record(
         scope=scope, query=request.query, request=_request_json(request),

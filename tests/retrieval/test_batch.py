@@ -121,6 +121,20 @@ def test_it_accepts_outcomes_with_a_reference(agent):
     assert AuditEntry.objects.filter(action="outcome.record", object_id=result["memory_id"]).exists()
 
 
+def test_it_writes_500_items_in_as_many_queries_as_5(agent, django_assert_max_num_queries):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as few:
+        assert agent.post(URL, {"items": [item(n) for n in range(5)]}).json()["created"] == 5
+    with django_assert_max_num_queries(len(few)):
+        body = agent.post(URL, {"items": [item(n) for n in range(5, 505)]}).json()
+
+    assert (body["created"], body["error"]) == (500, 0)
+    assert MemoryRecord.objects.count() == 505
+    assert AuditEntry.objects.filter(action="memory.write").count() == 505
+
+
 def test_it_refuses_more_than_500_items(agent):
     response = agent.post(URL, {"items": [item(n) for n in range(501)]})
 

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import datetime as dt
+from io import StringIO
+
 import pytest
+from django.core.management import call_command
+from django.utils import timezone
 
 from memory.deletion.registry import DeletionTarget, read_checks, surfaces
+from memory.models import MemoryClass, MemoryRecord
 from memory.retrieval.models import RetrievalLog
+from memory.retrieval.services import DEFAULT_LOG_RETENTION
 from tests.retrieval.conftest import retrieve
 
 pytestmark = pytest.mark.django_db
@@ -43,12 +50,49 @@ def test_it_requires_credentials(client, logged):
     assert client.get(f"/api/v1/retrievals/{logged[1]}").status_code == 401
 
 
-def test_it_expires_with_the_shortest_retention_of_the_classes_it_mentions(agent, remember):
-    remember(agent, "Flew to Lisbon in May", namespace=["episodes"], kind="episode", field="trip", value="Lisbon")
-    log = RetrievalLog.objects.get(pk=retrieve(agent, "Lisbon trip")["retrieval_id"])
+def _lifetime(retrieval_id):
+    log = RetrievalLog.objects.get(pk=retrieval_id)
+    return log.expires_at - log.created_at
 
-    # episodes: 90-day TTL; the default log retention is 30 days, whichever is shorter wins.
-    assert (log.expires_at - log.created_at).days <= 30
+
+def test_it_expires_with_the_shortest_retention_of_the_classes_it_mentions(agent, tenant, remember):
+    remember(agent, "Flew to Lisbon in May", namespace=["episodes"], kind="episode", field="trip", value="Lisbon")
+    remember(agent, "Works on the payments team", namespace=["project"], field="team", value="payments")
+    MemoryClass.objects.filter(tenant=tenant, name="episodes").update(default_ttl=dt.timedelta(days=3))
+
+    quoting_episode = retrieve(agent, "Lisbon trip")["retrieval_id"]
+    project_only = retrieve(agent, "payments team", namespaces=[["project"]])["retrieval_id"]
+
+    assert dt.timedelta(days=3) - dt.timedelta(minutes=1) < _lifetime(quoting_episode) <= dt.timedelta(days=3)
+    # A class without a retention of its own: the default (30 days) bounds the log.
+    assert abs(_lifetime(project_only) - DEFAULT_LOG_RETENTION) < dt.timedelta(minutes=1)
+
+
+def test_a_quoted_superseded_record_bounds_the_logs_retention_too(agent, tenant, remember):
+    remember(agent, "Flew to Lisbon in May", namespace=["episodes"], kind="episode", field="trip", value="Lisbon")
+    porto = remember(agent, "Flew to Porto in May", namespace=["episodes"], kind="episode", field="trip",
+                     value="Porto")
+    MemoryRecord.objects.filter(pk=porto).update(status="deleted", text="")  # no live episode is a candidate
+    MemoryClass.objects.filter(tenant=tenant, name="episodes").update(default_ttl=dt.timedelta(days=2))
+    remember(agent, "Prefers Lisbon hotels near the river", namespace=["project"], field="hotel", value="river")
+
+    body = retrieve(agent, "Lisbon trip in May")
+
+    log = RetrievalLog.objects.get(pk=body["retrieval_id"])
+    assert [c["text"] for c in log.candidates if c["reason"] == "superseded"] == ["Flew to Lisbon in May"]
+    assert _lifetime(body["retrieval_id"]) <= dt.timedelta(days=2)
+
+
+def test_purge_expired_deletes_logs_past_their_retention_only(agent, logged):
+    _, old = logged
+    fresh = retrieve(agent, "Lisbon")["retrieval_id"]
+    RetrievalLog.objects.filter(pk=old).update(expires_at=timezone.now() - dt.timedelta(seconds=1))
+
+    out = StringIO()
+    call_command("purge_expired", stdout=out)
+
+    assert "1 expired retrieval log(s)" in out.getvalue()
+    assert list(RetrievalLog.objects.values_list("pk", flat=True)) == [fresh]
 
 
 def test_deletion_purges_entries_quoting_a_deleted_record(agent, logged):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from memory.embedder import get_embedder
 from memory.models import MemoryRecord
 from tests.conftest import memory_body
 from tests.retrieval.conftest import RETRIEVE, retrieve
@@ -68,7 +69,9 @@ def test_it_never_returns_another_subjects_or_tenants_record_even_with_identical
 
     assert ids == [mine]
     assert not theirs & set(ids)
-    assert [p["memory_id"] for p in retrieve(outsider, "aisle")["packets"]] != [mine]
+    log = agent.get(f"/api/v1/retrievals/{retrieve(agent, 'Prefers aisle seats')['retrieval_id']}").json()
+    assert {c["memory_id"] for c in log["candidates"]} == {mine}  # never even a candidate
+    assert mine not in {p["memory_id"] for p in retrieve(outsider, "Prefers aisle seats")["packets"]}
 
 
 def test_it_stays_inside_the_tokens_namespace_grant(make_agent, tenant, agent, remember):
@@ -115,6 +118,8 @@ def test_it_never_exceeds_the_token_budget(agent, profile, budget):
 
     assert body["budget"]["limit"] == budget
     assert body["budget"]["used"] == sum(p["tokens"] for p in body["packets"]) <= budget
+    # Tokens are the model tokenizer's count (an identifier is several WordPiece tokens, not one word).
+    assert all(p["tokens"] == get_embedder().count_tokens(p["fact"]) for p in body["packets"])
     if budget == 1:
         assert body["packets"] == [] and body["dropped"]["budget"] >= 1
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from memory.embedder import get_embedder
 from memory.retrieval import candidates as legs
@@ -25,29 +26,71 @@ def _scope(tenant, external_id):
                  permissions=frozenset({"read", "write"}), namespaces=None, actor="test")
 
 
+def _item(i, j, *, version=""):
+    namespace, kind = ("user/profile", "preference") if j % 2 == 0 else ("project", "config")
+    return RecordInput(namespace=namespace, kind=kind, field=f"{TOPICS[j]}_{i}", value=f"v{j}{version}",
+                       text=f"Subject {i} has a {TOPICS[j]} preference number {j}{version}",
+                       event_id=f"evt_{i}_{j}{version}")
+
+
 @pytest.fixture
 def crowd(tenant, sync_tasks, django_capture_on_commit_callbacks):
-    """26 subjects; subject i owns i % 13 records, all embedded, in one tenant (a selective scope)."""
+    """26 subjects in one tenant (a selective scope); subject i owns i % 13 live records, all embedded, even j
+    in user/profile and odd j in project; each also holds one superseded record, which is never eligible."""
     scopes = {}
     for i in range(26):
         scope = _scope(tenant, f"usr_{i}")
-        items = [RecordInput(namespace="user/profile", kind="preference", field=f"{TOPICS[j]}_{i}",
-                             value=f"v{j}", text=f"Subject {i} has a {TOPICS[j]} preference number {j}",
-                             event_id=f"evt_{i}_{j}") for j in range(i % 13)]
+        items = [_item(i, j) for j in range(i % 13)]
         if items:
             with django_capture_on_commit_callbacks(execute=True):
                 memory_write_batch(scope=scope, items=items)
+                memory_write_batch(scope=scope, items=[_item(i, 0, version=" (updated)")])  # supersedes j=0
         scopes[i] = (scope, i % 13)
     return scopes
 
 
-def test_it_returns_k_rows_whenever_k_eligible_rows_exist(crowd):
+FILTERS = [  # (filters, how many of a subject's n live records they leave eligible)
+    (legs.Filters(namespaces=None), lambda n: n),
+    (legs.Filters(namespaces=["project"]), lambda n: n // 2),
+    (legs.Filters(namespaces=None, kinds=["preference"]), lambda n: (n + 1) // 2),
+    (legs.Filters(namespaces=["user"], types=["semantic"]), lambda n: (n + 1) // 2),
+]
+
+
+@pytest.mark.parametrize(("filters", "eligible"), FILTERS)
+def test_it_returns_k_rows_whenever_k_eligible_rows_exist(crowd, filters, eligible):
     vector = get_embedder().embed_query("travel preferences")
     for scope, owned in crowd.values():
+        assert legs.eligible(scope, filters).count() == eligible(owned)
         for k in (1, 5, 10, 12):
-            rows = legs.semantic(scope, legs.Filters(namespaces=None), vector, k)
-            assert len(rows) == min(k, owned)
+            rows = legs.semantic(scope, filters, vector, k)
+            assert len(rows) == min(k, eligible(owned))
             assert {r.subject_id for r in rows} <= {scope.subject_id}
+            assert all(r.status == "active" for r in rows)
+
+
+def test_both_candidate_queries_carry_every_scope_and_validity_predicate_in_sql(agent, remember):
+    remember(agent, "Prefers aisle seats", namespace=["user", "travel_preferences"], field="seat", value="aisle")
+    from memory.retrieval.pipeline import RetrieveRequest, memory_retrieve
+
+    scope = _scope(agent.tenant, "usr_owner")
+    with CaptureQueriesContext(connection) as captured:
+        memory_retrieve(scope=scope, request=RetrieveRequest(query="aisle seats", namespaces=["user"],
+                                                             kinds=["preference"]))
+
+    legs_sql = [q["sql"] for q in captured if '"in_conflict"' in q["sql"]]  # the two candidate queries
+    lexical = [sql for sql in legs_sql if "websearch_to_tsquery" in sql]
+    semantic = [sql for sql in legs_sql if "<=>" in sql]
+    assert len(legs_sql) == 2 and len(lexical) == len(semantic) == 1
+    for sql in (lexical[0], semantic[0]):
+        where = sql.split(") AS \"in_conflict\"", 1)[1].split(" WHERE ", 1)[1]
+        assert f'"memory_memoryrecord"."tenant_id" = {agent.tenant.pk}' in where
+        assert f'"memory_memoryrecord"."subject_id" = {scope.subject_id}' in where
+        assert '"memory_memoryrecord"."status" = \'active\'' in where
+        assert '"memory_memoryrecord"."valid_until" > (STATEMENT_TIMESTAMP())' in where
+        assert '"memory_memoryclass"."allowed_readers" @> \'["agent"]\'' in where  # the class's reader policy
+        assert '"memory_memoryrecord"."confidence" = \'confirmed\'' in where
+        assert "LIKE 'user/%'" in where and "\"kind\" IN ('preference')" in where  # the task filters
 
 
 def test_the_vector_leg_is_an_exact_scan_even_with_an_hnsw_index_present(crowd):

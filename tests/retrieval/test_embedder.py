@@ -1,0 +1,53 @@
+"""The embedder: all-MiniLM-L6-v2 on CPU, one instance per process, batched, offline, query LRU, tokenizer counts."""
+
+from __future__ import annotations
+
+import math
+import os
+
+from memory.embedder import DIMENSIONS, MiniLMEmbedder, get_embedder
+
+
+def test_it_is_one_instance_per_process_loaded_offline():
+    embedder = get_embedder()
+
+    assert embedder is get_embedder()
+    assert embedder.name == "all-MiniLM-L6-v2"
+    embedder.embed_query("warm up")
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
+
+
+def test_batched_vectors_are_normalised_384_d_and_match_single_calls():
+    embedder = get_embedder()
+    texts = ["Prefers aisle seats", "Lives in Lisbon", "Order ORD-58213 was delivered"]
+
+    batch = embedder.embed(texts, batch_size=2)
+
+    assert len(batch) == 3 and all(len(v) == DIMENSIONS for v in batch)
+    assert all(math.isclose(math.fsum(x * x for x in v), 1.0, rel_tol=1e-4) for v in batch)
+    single = embedder.embed([texts[1]])[0]
+    assert max(abs(a - b) for a, b in zip(single, batch[1], strict=True)) < 1e-4
+
+
+def test_query_embeddings_are_cached_in_a_bounded_lru():
+    embedder = MiniLMEmbedder(query_cache_size=2)
+    embedder._model = get_embedder().model  # type: ignore[attr-defined]  # share the loaded weights
+
+    first = embedder.embed_query("aisle")
+    assert embedder.embed_query("aisle") is first  # served from the cache
+    embedder.embed_query("window")
+    embedder.embed_query("aisle")  # refreshes "aisle"
+    embedder.embed_query("middle")  # evicts the least recently used: "window"
+
+    assert list(embedder._cache) == ["aisle", "middle"]
+    embedder.clear_query_cache()
+    assert embedder.embed_query("aisle") is not first
+
+
+def test_it_counts_tokens_with_the_models_tokenizer_not_words():
+    embedder = get_embedder()
+
+    assert embedder.count_tokens("Prefers aisle seats") == 3
+    # WordPiece splits identifiers: far more tokens than the two words a whitespace count would see.
+    assert embedder.count_tokens("ORD-58213 eu-west-3") > 6
+    assert embedder.count_tokens("") == 0
