@@ -26,6 +26,9 @@ class ChatServer:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.mode = "ok"
+        # hold_next: the next request waits for ``release`` (after setting ``arrived``): a slow model.
+        self.hold_next = False
+        self.arrived, self.release = threading.Event(), threading.Event()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -34,6 +37,10 @@ class ChatServer:
                 server.requests.append({"path": self.path, "auth": self.headers.get("Authorization"),
                                         "body": body})
                 transcript = body["messages"][1]["content"]
+                if server.hold_next:
+                    server.hold_next = False
+                    server.arrived.set()
+                    server.release.wait(20)
                 replies = {
                     "ok": (200, {"choices": [{"message": {"role": "assistant",
                                                           "content": "MODEL SUMMARY: " + transcript.replace("\n",

@@ -28,9 +28,9 @@ def request_hash(payload: dict[str, Any]) -> str:
 def lock_thread(scope: Scope, thread_id: str) -> Thread:
     """Lock one thread of the scope (404 otherwise).
 
-    Race: every writer of a thread (appends, deletions, summaries, regeneration) takes this row lock,
-    so sequence numbers are handed out one at a time and a summary is never built from a snapshot
-    that a concurrent deletion is about to blank.
+    Race: every writer of a thread (appends, deletions, summary writes, regeneration) takes this row lock,
+    so sequence numbers are handed out one at a time and a summary is never stored from a snapshot
+    that a concurrent deletion blanked (summaries draft outside it and re-check their sources under it).
     """
     thread = (Thread.objects.select_for_update()
               .filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id, pk=thread_id).first())

@@ -13,7 +13,7 @@ from django.utils import timezone
 from django_q.tasks import async_task
 
 from memory.audit import audit
-from memory.errors import InvalidInput
+from memory.errors import Conflict, InvalidInput, NotFound
 from memory.scope import WRITE, Scope
 from memory.threads.models import Summary, Thread, ThreadEvent
 from memory.threads.services.common import lock_thread, refuse_secrets, require
@@ -78,27 +78,55 @@ def summary_store(*, scope: Scope, thread_id: str, item: ClientSummaryInput) -> 
     return summary
 
 
-def _summarize(thread: Thread, from_seq: int, to_seq: int, summarizer: Summarizer) -> SummaryDraft:
-    events = list(ThreadEvent.objects.filter(thread=thread, seq__gte=from_seq, seq__lte=to_seq).order_by("seq"))
-    return summarizer.summarize(events)
+# A summarizer may be a model behind HTTP (seconds per call), so it runs outside the thread lock:
+# appends must not wait for it. The events it read are compared, under the lock, with what is there
+# now; a deletion, a correction of one of them (or, for a stale summary, a decision by someone else)
+# in between means drafting again, so a summary is never stored from words a deletion removed.
+MAX_DRAFT_ATTEMPTS = 3
 
 
-@transaction.atomic
+def _sources(thread_id: str, from_seq: int, to_seq: int) -> tuple[list[ThreadEvent], tuple[Any, ...]]:
+    """The range's events, and what a summary of them depends on (ids, deletions, corrections)."""
+    events = list(ThreadEvent.objects.filter(thread_id=thread_id, seq__gte=from_seq, seq__lte=to_seq).order_by("seq"))
+    corrections = tuple(ThreadEvent.objects.filter(thread_id=thread_id, status=ThreadEvent.Status.RECORDED,
+                                                   corrects__seq__gte=from_seq, corrects__seq__lte=to_seq)
+                        .order_by("seq").values_list("pk", flat=True))
+    return events, (tuple((e.pk, e.status) for e in events), corrections)
+
+
+def _busy(thread_id: str) -> Conflict:
+    return Conflict(f"The events of thread '{thread_id}' kept changing while it was summarized; try again.",
+                    code="thread_busy")
+
+
 def thread_summarize(*, scope: Scope, thread_id: str, from_seq: int | None = None,
                      to_seq: int | None = None, summarizer: Summarizer | None = None) -> Summary:
-    """A server summary of ``from_seq..to_seq`` (default: the whole thread so far)."""
+    """A server summary of ``from_seq..to_seq`` (default: the whole thread so far).
+
+    Not one transaction on purpose: drafting runs outside the thread lock (see MAX_DRAFT_ATTEMPTS);
+    the write (summary + audit) is one transaction under the lock.
+    """
     require(scope, WRITE)
-    thread = lock_thread(scope, thread_id)
-    start, end = from_seq or 1, to_seq or thread.last_seq
-    _check_range(thread, start, end)
     summarizer = summarizer or get_summarizer()
-    summary = _create(thread=thread, origin=Summary.Origin.SERVER, draft=_summarize(thread, start, end, summarizer),
-                      from_seq=start, to_seq=end, name=summarizer.name, version=summarizer.version,
-                      actor=scope.actor)
-    audit(actor=scope.actor, action="summary.create", object_type="summary", object_id=summary.pk,
-          tenant_id=scope.tenant_id, subject_id=scope.subject_id,
-          data={"thread_id": thread.pk, "from_seq": start, "to_seq": end, "summarizer": summarizer.name})
-    return summary
+    for _ in range(MAX_DRAFT_ATTEMPTS):
+        thread = Thread.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id, pk=thread_id).first()
+        if thread is None:
+            raise NotFound(f"No thread '{thread_id}' in this scope.")
+        start, end = from_seq or 1, to_seq or thread.last_seq
+        _check_range(thread, start, end)
+        events, read = _sources(thread.pk, start, end)
+        draft = summarizer.summarize(events)
+        with transaction.atomic():
+            thread = lock_thread(scope, thread_id)
+            if _sources(thread.pk, start, end)[1] != read:
+                continue  # changed while drafting: draft again from what is there now
+            summary = _create(thread=thread, origin=Summary.Origin.SERVER, draft=draft, from_seq=start, to_seq=end,
+                              name=summarizer.name, version=summarizer.version, actor=scope.actor)
+            audit(actor=scope.actor, action="summary.create", object_type="summary", object_id=summary.pk,
+                  tenant_id=scope.tenant_id, subject_id=scope.subject_id,
+                  data={"thread_id": thread.pk, "from_seq": start, "to_seq": end, "summarizer": summarizer.name})
+            return summary
+    raise _busy(thread_id)
 
 
 def summaries_over(events: QuerySet[ThreadEvent]) -> QuerySet[Summary]:
@@ -145,34 +173,49 @@ def summaries_invalidate(*, thread: Thread, event: ThreadEvent, reason: str, bla
     return stale
 
 
-@transaction.atomic
-def summary_regenerate(*, summary_id: str) -> str | None:
-    """Replace a stale server summary by a new one built from the range's remaining events. Idempotent:
-    a summary already replaced, fresh again, or gone is left alone. Returns the new summary's id."""
-    head = Summary.objects.filter(pk=summary_id).values_list("tenant_id", "subject_id", "thread_id").first()
-    if head is None:
-        return None
-    tenant_id, subject_id, thread_id = head
-    thread = Thread.objects.select_for_update().filter(pk=thread_id).first()  # see lock_thread: the race
-    summary = Summary.objects.select_for_update().filter(pk=summary_id).first()
-    if (thread is None or summary is None or summary.status != Summary.Status.STALE
-            or summary.origin != Summary.Origin.SERVER or summary.replaced_by_id):
-        return None
+def _regenerable(summary: Summary | None) -> bool:
+    return (summary is not None and summary.status == Summary.Status.STALE and summary.origin == Summary.Origin.SERVER
+            and not summary.replaced_by_id)
+
+
+def _regenerated_range(summary: Summary) -> tuple[int, int]:
     # A correction appended after the range must reach the regenerated text, so the new range
     # extends to the last event correcting one inside it.
-    corrections = (ThreadEvent.objects.filter(thread=thread, status=ThreadEvent.Status.RECORDED,
+    corrections = (ThreadEvent.objects.filter(thread_id=summary.thread_id, status=ThreadEvent.Status.RECORDED,
                                               corrects__seq__gte=summary.from_seq, corrects__seq__lte=summary.to_seq)
                    .aggregate(last=Max("seq"))["last"])
-    to_seq = max(summary.to_seq, corrections or 0)
-    summarizer = get_summarizer()
-    draft = _summarize(thread, summary.from_seq, to_seq, summarizer)
-    new = _create(thread=thread, origin=Summary.Origin.SERVER, draft=draft, from_seq=summary.from_seq,
-                  to_seq=to_seq, name=summarizer.name, version=summarizer.version, actor="system",
-                  regenerates=summary)
-    Summary.objects.filter(pk=summary.pk).update(replaced_by=new)
-    audit(actor="system", action="summary.regenerate", object_type="summary", object_id=new.pk,
-          tenant_id=tenant_id, subject_id=subject_id, data={"replaces": summary.pk, "thread_id": thread_id})
-    return new.pk
+    return summary.from_seq, max(summary.to_seq, corrections or 0)
+
+
+def summary_regenerate(*, summary_id: str) -> str | None:
+    """Replace a stale server summary by a new one built from the range's remaining events. Idempotent:
+    a summary already replaced, fresh again, or gone is left alone. Returns the new summary's id.
+
+    Drafted outside the thread lock, written under it (see MAX_DRAFT_ATTEMPTS).
+    """
+    for _ in range(MAX_DRAFT_ATTEMPTS):
+        summary = Summary.objects.filter(pk=summary_id).first()
+        if summary is None or not _regenerable(summary):
+            return None
+        start, end = _regenerated_range(summary)
+        events, read = _sources(summary.thread_id, start, end)
+        summarizer = get_summarizer()
+        draft = summarizer.summarize(events)
+        with transaction.atomic():
+            thread = Thread.objects.select_for_update().filter(pk=summary.thread_id).first()  # see lock_thread
+            locked = Summary.objects.select_for_update().filter(pk=summary_id).first()
+            if thread is None or locked is None or not _regenerable(locked):
+                return None
+            if _regenerated_range(locked) != (start, end) or _sources(thread.pk, start, end)[1] != read:
+                continue
+            new = _create(thread=thread, origin=Summary.Origin.SERVER, draft=draft, from_seq=start, to_seq=end,
+                          name=summarizer.name, version=summarizer.version, actor="system", regenerates=locked)
+            Summary.objects.filter(pk=locked.pk).update(replaced_by=new)
+            audit(actor="system", action="summary.regenerate", object_type="summary", object_id=new.pk,
+                  tenant_id=thread.tenant_id, subject_id=thread.subject_id,
+                  data={"replaces": locked.pk, "thread_id": thread.pk})
+            return new.pk
+    raise _busy(summary_id)  # the task fails and django-q2 re-delivers it; the summary stays stale meanwhile
 
 
 def summaries_embed(*, summary_ids: list[str]) -> int:
