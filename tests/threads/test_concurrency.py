@@ -105,3 +105,23 @@ def test_twenty_concurrent_records_of_one_tool_call_key_make_one_row(agent):
     assert sorted(getattr(r, "status_code", r) for r in responses) == [200] * (N - 1) + [201]
     assert ToolCall.objects.filter(workflow_id="wf-pay").count() == 1
     assert AuditEntry.objects.filter(action="tool_call.record").count() == 1
+
+
+def test_replays_and_refused_appends_racing_with_appends_take_no_sequence_number(agent):
+    thread_id = new_thread(agent)
+    assert append(agent, thread_id, "Original.", key="dup").status_code == 201
+    agents = clients(agent, N)
+
+    def call(i: int) -> Any:
+        if i % 4 == 0:
+            return append(agents[i], thread_id, "Original.", key="dup")  # replay: 200, same event
+        if i % 4 == 1:
+            return append(agents[i], thread_id, "Something else.", key="dup")  # 409 idempotency_conflict
+        return append(agents[i], thread_id, f"message {i}", key=f"k-{i}")
+
+    responses = race(N, call)
+
+    codes = [getattr(r, "status_code", r) for r in responses]
+    assert sorted(codes) == sorted([200] * (N // 4) + [409] * (N // 4) + [201] * (N // 2)), codes
+    seqs = sorted(ThreadEvent.objects.filter(thread_id=thread_id).values_list("seq", flat=True))
+    assert seqs == list(range(1, N // 2 + 2))  # the first event plus one per created append, no holes
