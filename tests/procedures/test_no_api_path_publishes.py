@@ -66,3 +66,18 @@ def test_no_write_on_any_api_route_touches_a_version(make_agent, tenant, procedu
              and not (method == "post" and p.endswith("/proposals"))]
     assert all(statuses[p] == 403 for p in below), {p: statuses[p] for p in below}
     assert AuditEntry.objects.filter(action="procedure.write_refused").count() == len(below)
+
+
+def test_erasing_the_proposers_subject_through_the_api_leaves_every_version(agent, tenant, reviewer, procedure):
+    from procedures.services import proposal_approve
+    from tests.deletion.helpers import run_job
+
+    proposal_id = propose(agent, BODY_V1 + "4. Be kind.\n").json()["proposal_id"]
+    proposal_approve(tenant_id=tenant.pk, proposal_id=proposal_id, reviewer=reviewer)
+    before = list(ProcedureVersion.objects.order_by("number").values_list("number", "body", "author"))
+
+    job = agent.delete("/api/v1/subject").json()["deletion_id"]
+
+    assert run_job(job) == "completed"
+    assert list(ProcedureVersion.objects.order_by("number").values_list("number", "body", "author")) == before
+    assert Procedure.objects.get().current_number == 2
