@@ -3,6 +3,7 @@ and the throughput of bulk writes, on a fresh database of the embedded server.
 
     .venv/bin/python bench/retrieval.py                      # 100,000 records across 1,000 subjects
     .venv/bin/python bench/retrieval.py --records 20000 --subjects 200 --queries 100
+    .venv/bin/python bench/retrieval.py --profile knowledge  # 50,000 chunks in 20 domains, mixed retrieval
 
 Steps: (1) drop and migrate the bench database (default ``engram_bench``; the app database is never
 touched); (2) generate realistic short facts (preferences, profile facts, order ids, region codes,
@@ -13,6 +14,12 @@ embedder's own batched throughput measured in the same run; (5) for random subje
 retrieve and facts through HTTP and at the selector, and a naive baseline: an exact full-table
 vector scan (and a full-table field scan for facts) with the scope filtered afterwards in Python.
 Prints a table; writes JSON to bench/results/.
+
+``--profile knowledge`` (issue 8) loads N chunks in D access domains (default 50,000 in 20; its own
+database, ``engram_bench_knowledge``; ``--reuse`` keeps a load of the same size) and measures the
+knowledge provider alone for principals reading 1, 5 and all domains, mixed retrieval (include
+memory + knowledge) through HTTP and at the selector, and the naive baseline: an exact scan of every
+chunk with the readable domains filtered afterwards in Python. See ``knowledge_profile`` below.
 """
 
 from __future__ import annotations
@@ -81,16 +88,28 @@ def trip(rng: random.Random, n: int) -> tuple[str, str, str, str, str, str]:
 
 def parse() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--profile", choices=["memory", "knowledge"], default="memory",
+                   help="memory: records, facts and bulk writes (default); knowledge: chunks and mixed retrieval")
     p.add_argument("--records", type=int, default=100_000, help="records loaded for the latency runs")
     p.add_argument("--subjects", type=int, default=1_000)
     p.add_argument("--queries", type=int, default=200, help="timed queries per measurement")
     p.add_argument("--write-records", type=int, default=10_000, help="records written through /memories/batch")
     p.add_argument("--e2e-records", type=int, default=3_000, help="records written with embed=now")
     p.add_argument("--writers", type=int, default=2, help="concurrent batch-writing clients")
-    p.add_argument("--database", default="engram_bench")
+    p.add_argument("--database", default=None, help="default engram_bench (engram_bench_knowledge for knowledge)")
+    k = p.add_argument_group("knowledge profile")
+    k.add_argument("--chunks", type=int, default=50_000)
+    k.add_argument("--domains", type=int, default=20)
+    k.add_argument("--chunks-per-document", type=int, default=10)
+    k.add_argument("--limit", type=int, default=20, help="candidates per leg of the knowledge provider")
+    k.add_argument("--memories", type=int, default=100, help="memory records of the mixed-retrieval principal")
+    k.add_argument("--reuse", action="store_true", help="keep chunks loaded by a previous run of the same size")
     p.add_argument("--port", type=int, default=8765)
     p.add_argument("--seed", type=int, default=7)
-    return p.parse_args()
+    args = p.parse_args()
+    if args.database is None:
+        args.database = "engram_bench_knowledge" if args.profile == "knowledge" else "engram_bench"
+    return args
 
 
 def reset_database(name: str) -> None:
@@ -109,8 +128,15 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def main() -> None:  # noqa: C901 - a linear script, step by step
+def main() -> None:
     args = parse()
+    if args.profile == "knowledge":
+        knowledge_profile(args)
+    else:
+        memory_profile(args)
+
+
+def memory_profile(args: argparse.Namespace) -> None:  # noqa: C901 - a linear script, step by step
     os.environ["ENGRAM_DB_NAME"] = args.database
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -457,6 +483,35 @@ def run_measurements(args: Any, console: Any, tenant: Any, subjects: list[Any], 
                         "target_record_in_packets": round(found_target / args.queries, 3)}}
 
 
+def start_server(args: Any) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "ENGRAM_DB_NAME": args.database, "ENGRAM_LOG_LEVEL": "WARNING"}
+    server = subprocess.Popen([sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind",
+                               f"127.0.0.1:{args.port}", "--workers", "2", "--timeout", "300",
+                               "--log-level", "warning"], cwd=ROOT, env=env)
+    for _ in range(200):
+        try:
+            if http_call(args.port, "GET", "/api/v1/health", {})[0] == 200:
+                break
+        except OSError:
+            time.sleep(0.3)
+    return server
+
+
+def load_average() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def write_results(console: Any, name: str, results: dict[str, Any]) -> None:
+    out = ROOT / "bench" / "results" / f"{name}-{time.strftime('%Y%m%dT%H%M%S')}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    results["command"] = "bench/retrieval.py " + " ".join(sys.argv[1:])
+    results["load_average_at_end"] = load_average()
+    out.write_text(json.dumps(results, indent=2))
+    console.print(f"load average (1/5/15 min) at the end: {results['load_average_at_end']}")
+    console.print(f"written {out.relative_to(ROOT)}")
+
+
 def report(console: Any, Table: Any, results: dict[str, Any], args: Any) -> None:
     load = results["load"]
     table = Table(title=f"Retrieval at {load['records']:,} records / {load['subjects']:,} subjects "
@@ -478,11 +533,263 @@ def report(console: Any, Table: Any, results: dict[str, Any], args: Any) -> None
     writes.add_row("end to end / embedder", f"{w['e2e_vs_embedder']:.0%}")
     console.print(writes)
     console.print(results["quality"])
-    out = ROOT / "bench" / "results" / f"retrieval-{time.strftime('%Y%m%dT%H%M%S')}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    results["command"] = "bench/retrieval.py " + " ".join(sys.argv[1:])
-    out.write_text(json.dumps(results, indent=2))
-    console.print(f"written {out}")
+    write_results(console, "retrieval", results)
+
+
+# --- knowledge profile (issue 8) ------------------------------------------------------------------------
+K_TOPICS = ["billing", "refunds", "shipping", "vpn", "onboarding", "payroll", "security", "incidents", "deploys",
+            "databases", "backups", "pricing", "contracts", "hiring", "travel", "expenses", "laptops", "printers",
+            "wifi", "email", "calendar", "support", "escalation", "sla", "api", "webhooks", "mobile", "search",
+            "analytics", "invoices", "taxes", "compliance", "privacy", "retention", "audits", "vendors", "legal",
+            "marketing", "design", "accessibility"]
+K_VERBS = ["requires", "explains", "covers", "describes", "limits", "allows", "blocks", "schedules", "reviews",
+           "tracks", "rotates", "archives", "approves", "escalates", "measures"]
+K_OBJECTS = ["approval from a manager", "a ticket in the queue", "the quarterly review", "a signed form",
+             "the on-call engineer", "two business days", "the regional office", "a security check",
+             "the finance team", "an automated job", "the customer portal", "a written summary", "the audit log",
+             "the staging environment", "a backup copy"]
+READERS = (("reads 1 domain", "usr_reads_1"), ("reads 5 domains", "usr_reads_5"),
+           ("reads all domains", "usr_reads_all"))
+
+
+def knowledge_load(args: argparse.Namespace, rng: random.Random, console: Any) -> dict[str, Any]:
+    """Chunks are three generated sentences of one topic; a chunk's vector is the normalised mean of its
+    sentences' real embeddings (clustered like real documents; only the 1,000-sentence pool is embedded).
+    Documents go in with bulk_create, chunks with binary COPY, then one UPDATE fills the text vectors."""
+    import numpy as np
+    from django.db import connection
+    from django.utils import timezone
+    from pgvector.psycopg import register_vector
+
+    from memory.embedder import get_embedder
+    from memory.knowledge.models import AccessDomain, Chunk, Document
+    from memory.knowledge.services import access_domain_create
+    from memory.models import Tenant
+    from memory.services.identity import subject_get_or_create, tenant_create
+
+    tenant = Tenant.objects.filter(slug="bench-knowledge").first()
+    if args.reuse and tenant and Chunk.objects.filter(access_domain__tenant=tenant).count() == args.chunks \
+            and AccessDomain.objects.filter(tenant=tenant).count() == args.domains:
+        console.print(f"reusing {args.chunks:,} chunks in {args.domains} domains")
+        return {"tenant": tenant, "reused": True}
+    if tenant is None:
+        tenant = tenant_create(slug="bench-knowledge")
+    started = time.perf_counter()
+    for _, external_id in READERS:
+        subject_get_or_create(tenant=tenant, external_id=external_id)
+    domains = []
+    for d in range(args.domains):
+        readers = ["usr_reads_all"] + (["usr_reads_5"] if d < 5 else []) + (["usr_reads_1"] if d == 0 else [])
+        domains.append(access_domain_create(tenant=tenant, name=f"domain-{d:02d}", subject_external_ids=readers))
+    pool = [(t, f"The {topic} policy {rng.choice(K_VERBS)} {rng.choice(K_OBJECTS)} for {rng.choice(K_TOPICS)} "
+                f"cases number {rng.randint(1, 999)}.") for t, topic in enumerate(K_TOPICS) for _ in range(25)]
+    t0 = time.perf_counter()
+    vectors = np.array(get_embedder().embed([text for _, text in pool]), dtype=np.float32)
+    embed_seconds = time.perf_counter() - t0
+    by_topic: dict[int, list[int]] = {}
+    for i, (t, _) in enumerate(pool):
+        by_topic.setdefault(t, []).append(i)
+    now = timezone.now()
+    docs = Document.objects.bulk_create([
+        Document(tenant=tenant, access_domain=domains[i % args.domains], external_id=f"doc-{i}",
+                 title=f"{K_TOPICS[i % len(K_TOPICS)].title()} handbook part {i}", content_hash=f"{i:064d}",
+                 ingested_at=now, char_count=0)
+        for i in range(args.chunks // args.chunks_per_document)], batch_size=2000)
+    t0 = time.perf_counter()
+    connection.ensure_connection()
+    raw = connection.connection
+    register_vector(raw)
+    written = 0
+    with raw.cursor() as cur, cur.copy(
+            "COPY knowledge_chunk (document_id, access_domain_id, ordinal, text, char_start, char_end, "
+            "token_count, embedding) FROM STDIN WITH (FORMAT BINARY)") as copy:
+        copy.set_types(["int8", "int8", "int4", "text", "int4", "int4", "int4", "vector"])
+        for i, doc in enumerate(docs):
+            for ordinal in range(args.chunks_per_document):
+                picks = rng.sample(by_topic[i % len(K_TOPICS)], 3)
+                text = " ".join(pool[p][1] for p in picks)
+                vec = vectors[picks].mean(axis=0)
+                copy.write_row([doc.pk, doc.access_domain_id, ordinal, text, 0, len(text), 40,
+                                vec / np.linalg.norm(vec)])
+                written += 1
+    copy_seconds = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE knowledge_chunk c SET search_vector = setweight(to_tsvector('english', d.title), 'B') "
+                       "|| setweight(to_tsvector('english', c.text), 'A') FROM knowledge_document d "
+                       "WHERE d.id = c.document_id")
+        cursor.execute("ANALYZE knowledge_chunk")
+        cursor.execute("ANALYZE knowledge_document")
+    return {"tenant": tenant, "reused": False, "chunks": written, "load_s": round(time.perf_counter() - started, 1),
+            "pool_embed_s": round(embed_seconds, 1), "copy_rows_per_s": round(written / copy_seconds),
+            "text_vectors_s": round(time.perf_counter() - t0, 1)}
+
+
+def knowledge_queries(n: int, rng: random.Random) -> list[str]:
+    out = []
+    for _ in range(n):
+        topic = rng.choice(K_TOPICS)
+        out.append(rng.choice([f"{topic} {rng.choice(K_VERBS)} {rng.choice(K_OBJECTS)}",
+                               f"what does the {topic} policy say about {rng.choice(K_OBJECTS)}",
+                               f"{topic} {rng.choice(K_TOPICS)} cases"]))
+    return out
+
+
+def knowledge_profile(args: argparse.Namespace) -> None:  # noqa: C901 - a linear script, step by step
+    os.environ["ENGRAM_DB_NAME"] = args.database
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=130)
+    if not args.reuse:
+        console.print(f"[bold]Resetting database {args.database}[/]")
+        reset_database(args.database)
+    else:
+        from config.embedded_db import ensure_server
+
+        ensure_server(ROOT, database=args.database)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connection
+
+    call_command("migrate", verbosity=0)
+    call_command("createcachetable", verbosity=0)
+    from memory.embedder import get_embedder
+    from memory.knowledge.models import AccessDomain, Chunk
+    from memory.knowledge.retrieval_provider import knowledge_search
+    from memory.models import AgentKey, Subject
+    from memory.retrieval.pipeline import RetrieveRequest, memory_retrieve
+    from memory.retrieval.sources import RetrievalQuery
+    from memory.scope import Scope
+    from memory.services.batch import memory_write_batch
+    from memory.services.identity import agent_key_create, principal_token_mint
+    from memory.services.writes import RecordInput
+
+    rng = random.Random(args.seed)
+    loaded = knowledge_load(args, rng, console)
+    tenant = loaded.pop("tenant")
+    embedder = get_embedder()
+    texts = knowledge_queries(args.queries + 10, rng)
+    vectors = embedder.embed(texts)
+    key = AgentKey.objects.filter(tenant=tenant, name="bench").first()
+    if key is None:
+        key, raw_key = agent_key_create(tenant=tenant, name="bench", permissions=["read", "write"])
+    else:  # a reused load: a fresh key (only its hash is stored)
+        key, raw_key = agent_key_create(tenant=tenant, name=f"bench-{time.time():.0f}", permissions=["read", "write"])
+
+    def scope_of(external_id: str) -> Any:
+        subject = Subject.objects.get(tenant=tenant, external_id=external_id)
+        return Scope(tenant_id=tenant.pk, subject_id=subject.pk, subject_external_id=external_id,
+                     permissions=frozenset({"read", "write"}), namespaces=None, actor=f"agent_key:{key.pk}",
+                     agent_key_id=key.pk)
+
+    # The mixed-retrieval principal's own memories (idempotent per event id, so a reused load replays them).
+    mixed = scope_of("usr_reads_5")
+    mrng = random.Random(3)
+    items = []
+    for i in range(args.memories):
+        topic = mrng.choice(K_TOPICS)
+        items.append(RecordInput(namespace="user/travel_preferences", kind="preference", field=f"{topic}_note_{i}",
+                                 value=f"{topic} {mrng.choice(K_OBJECTS)}",
+                                 text=f"Prefers the {topic} policy to cover {mrng.choice(K_OBJECTS)}",
+                                 event_id=f"evt_bench_{i}"))
+    for start in range(0, len(items), 500):
+        memory_write_batch(scope=mixed, items=items[start:start + 500], embed_now=True)
+
+    timings: dict[str, list[float]] = {}
+    provider_rows: dict[str, dict[str, Any]] = {}
+    for label, external_id in READERS:
+        scope = scope_of(external_id)
+        readable_ids = set(AccessDomain.objects.filter(readers__external_id=external_id, tenant=tenant)
+                           .values_list("pk", flat=True))
+        readable = Chunk.objects.filter(access_domain_id__in=readable_ids).count()
+        times, underfilled, leaked = [], 0, 0
+        names = set(AccessDomain.objects.filter(pk__in=readable_ids).values_list("name", flat=True))
+        for i, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
+            t0 = time.perf_counter()
+            found = knowledge_search(scope, RetrievalQuery(text=text, vector=vector, limit=args.limit))
+            if i >= 10:  # the first ten warm caches
+                times.append((time.perf_counter() - t0) * 1000)
+            underfilled += sum(1 for f in found if f.semantic_rank) < min(args.limit, readable)
+            leaked += sum(1 for f in found if f.packet["access_domain"] not in names)
+        timings[f"provider, {label}"] = times
+        provider_rows[label] = {"readable_chunks": readable, "semantic_underfilled": underfilled, "leaked": leaked}
+
+    # Naive baseline for the 5-domain principal: exact distance to every chunk, domains filtered afterwards.
+    five = set(AccessDomain.objects.filter(readers__external_id="usr_reads_5", tenant=tenant)
+               .values_list("pk", flat=True))
+    naive: list[float] = []
+    with connection.cursor() as cursor:
+        for i, vector in enumerate(vectors):
+            literal = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+            t0 = time.perf_counter()
+            cursor.execute("SELECT id, access_domain_id, embedding <=> %s::vector AS d FROM knowledge_chunk "
+                           "WHERE embedding IS NOT NULL ORDER BY d", [literal])
+            kept = []
+            for _cid, domain_id, d in cursor.fetchall():
+                if domain_id in five:
+                    kept.append(d)
+                    if len(kept) == args.limit:
+                        break
+            if i >= 10:
+                naive.append((time.perf_counter() - t0) * 1000)
+    timings["naive full scan + post-filter (5 domains)"] = naive
+
+    request = {"budget_tokens": 400, "limit": 10, "include": ["memory", "knowledge"]}
+    selector_times, share = [], []
+    for i, text in enumerate(texts):
+        t0 = time.perf_counter()
+        result = memory_retrieve(scope=mixed, request=RetrieveRequest(query=text, include=("memory", "knowledge"),
+                                                                     budget_tokens=400, limit=10))
+        if i >= 10:
+            selector_times.append((time.perf_counter() - t0) * 1000)
+            if result.packets:
+                share.append(sum(p.get("kind") == "knowledge" for p in result.packets) / len(result.packets))
+    timings["mixed retrieve (memory+knowledge), selector"] = selector_times
+
+    server = start_server(args)
+    try:
+        token, _, _ = principal_token_mint(tenant=tenant, subject_external_id="usr_reads_5", ttl=3600)
+        headers = {"Authorization": f"Bearer {raw_key}", "X-Engram-Principal": token}
+        api_times, statuses = [], set()
+        for i, text in enumerate(texts):
+            status, _body, ms = http_call(args.port, "POST", "/api/v1/retrieve", headers, {"query": text, **request})
+            statuses.add(status)
+            if i >= 10:
+                api_times.append(ms)
+        timings["mixed retrieve (memory+knowledge), HTTP API"] = api_times
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert statuses == {200}, statuses
+
+    summary = {k: {"p50_ms": round(statistics.median(v), 2), "p95_ms": round(pct(v, 0.95), 2), "n": len(v)}
+               for k, v in timings.items()}
+    naive_p50 = summary["naive full scan + post-filter (5 domains)"]["p50_ms"]
+    summary["provider, reads 5 domains"]["naive_p50_over_this_p50"] = round(
+        naive_p50 / summary["provider, reads 5 domains"]["p50_ms"], 2)
+    table = Table(title=f"Knowledge: {args.chunks:,} chunks in {args.domains} domains, {args.queries} queries, "
+                        f"limit {args.limit}/leg, {args.memories} memories for the mixed principal")
+    for column in ("measurement", "readable chunks", "p50 ms", "p95 ms", "naive p50 / this p50",
+                   "under-filled", "leaked"):
+        table.add_column(column, justify="left" if column == "measurement" else "right")
+    for name, row in summary.items():
+        extra = provider_rows.get(name.removeprefix("provider, "), {})
+        ratio = row.get("naive_p50_over_this_p50")
+        table.add_row(name, f"{extra['readable_chunks']:,}" if extra else "", f"{row['p50_ms']:.1f}",
+                      f"{row['p95_ms']:.1f}", f"{ratio:.1f}x" if ratio else "",
+                      str(extra.get("semantic_underfilled", "")), str(extra.get("leaked", "")))
+    console.print(table)
+    quality = {"knowledge_share_of_mixed_packets": round(statistics.mean(share), 2) if share else None,
+               "http_statuses": sorted(statuses)}
+    console.print({"load": loaded, **quality})
+    write_results(console, "knowledge", {"args": {k: v for k, v in vars(args).items()}, "load": loaded,
+                                         "latency": summary, "provider": provider_rows, "quality": quality})
 
 
 if __name__ == "__main__":
