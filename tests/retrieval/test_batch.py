@@ -169,3 +169,17 @@ def test_it_can_compute_the_embeddings_in_the_call(agent, django_capture_on_comm
     assert body["created"] == 3
     assert not MemoryRecord.objects.filter(embedding__isnull=True).exists()
     assert callbacks == []
+
+
+def test_a_replayed_batch_cannot_recreate_a_deleted_record(agent, sync_tasks, django_capture_on_commit_callbacks):
+    first = agent.post(URL, {"items": [item(0), item(1)]}).json()["results"]
+    doomed = first[0]["memory_id"]
+    with django_capture_on_commit_callbacks(execute=True):  # the deletion job runs (synchronously)
+        assert agent.delete(f"/api/v1/memories/{doomed}").status_code == 202
+    assert MemoryRecord.objects.get(pk=doomed).status == "deleted"
+
+    again = agent.post(URL, {"items": [item(0), item(1), item(2)]}).json()["results"]
+
+    assert (again[0]["http_status"], again[0]["code"]) == (409, "tombstoned")
+    assert [r["status"] for r in again[1:]] == ["existing", "created"]
+    assert not MemoryRecord.objects.filter(text="Preference number 0", status="active").exists()
