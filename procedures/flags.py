@@ -20,6 +20,8 @@ The rule list (code: what it catches):
   as ``<|im_start|>`` or ``[INST]``, "do not tell the user").
 - ``hidden_text``: invisible or direction-changing characters (zero-width, bidi overrides) that
   can hide words from the reviewer.
+
+The last two rules live in ``memory/policy/injection.py``: retrieval flags packets with the same ones.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from dataclasses import dataclass
 from typing import TypedDict
 
 from django.conf import settings
+
+from memory.policy.injection import hidden_characters, instruction_phrases
 
 
 class Flag(TypedDict):
@@ -81,11 +85,8 @@ def _new_contacts(added: str, base: str) -> list[str]:
     return sorted(c for c in _contacts(added) if c not in known and c.split("@")[-1] not in allowed)
 
 
-_HIDDEN = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
-
-
 def _hidden(added: str, base: str) -> list[str]:
-    return [f"U+{ord(c):04X}" for c in sorted(set(_HIDDEN.findall(added)))]
+    return hidden_characters(added)
 
 
 _AGENT = r"(?:yourself|you|me|this agent|the agent|agents?|the assistant|the model|my key|this key)"
@@ -125,17 +126,7 @@ RULES: tuple[Rule, ...] = (
     Rule("agent_instructions", "Instructions aimed at other agents",
          "Contains text addressed to the model that reads the procedure (to override its instructions or "
          "role) rather than steps of the task: the classic prompt-injection shape.",
-         _phrases(r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+)?(?:the\s+)?(?:previous|prior|"
-                  r"above|earlier|other|your|system)\s+(?:instructions?|prompts?|rules?|messages?)\b",
-                  r"\bforget\s+everything\b",
-                  r"\byou\s+are\s+now\b",
-                  r"\bnew\s+instructions?\s*:",
-                  r"(?im)^\s*(?:system|assistant|developer)\s*:",
-                  r"<\|im_start\|>|<\|system\|>|\[/?INST\]|<<SYS>>",
-                  r"\b(?:do\s+not|don't|never)\s+(?:tell|inform|mention\s+(?:this\s+)?to)\s+the\s+"
-                  r"(?:user|reviewer|human|operator)\b",
-                  r"\b(?:act|behave)\s+as\s+(?:if\s+you\s+were\s+|an?\s+)?(?:unrestricted|jailbroken|dan|"
-                  r"developer\s+mode)\b")),
+         lambda added, base: instruction_phrases(added)),
     Rule("hidden_text", "Hidden characters",
          "Contains invisible or direction-changing characters that can hide words from the reviewer.",
          _hidden),

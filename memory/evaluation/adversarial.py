@@ -92,15 +92,12 @@ class Adversary:
         listed = p.get("/procedures")
         if contains_any(listed.body, ["admin mode"]):
             problems.append("the note appears among the procedures")
-        # "Flagged": every v1 packet carries content_role 'data'; a per-packet `flags` list is not in the
-        # v1 contract yet. Once packets carry one, it must name the instructions (strict from then on).
-        flags = packet.get("flags")
-        if flags is not None and not contains_any(flags, ["instruction"]):
+        flags = packet.get("flags") or []
+        if "agent_instructions" not in flags:
             problems.append(f"the packet's flags {flags!r} do not name the injected instructions")
         if problems:
             return CaseResult("", "", "fail", "; ".join(problems), details)
-        flagged = f"flagged {flags}" if flags is not None else \
-            "marked by content_role 'data' (v1 packets have no per-packet flags field)"
+        flagged = f"flagged {flags}"
         return CaseResult("", "", "pass", f"served as memory, {flagged}, never among the procedures", details)
 
     # --- 2 ---------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from memory.errors import Forbidden, InvalidInput
 from memory.models import Confidence, MemoryRecord
 from memory.namespaces import intersect_prefixes, to_list
 from memory.normalise import normalise_text, normalise_value
+from memory.policy.injection import content_flags
 from memory.retrieval import candidates as legs
 from memory.retrieval.ranking import MIN_SIMILARITY, Ranked, below_threshold, score
 from memory.retrieval.services import retrieval_log_record
@@ -238,6 +239,8 @@ def _packet(item: Ranked) -> dict[str, Any]:
     packet["score"] = round(item.score, 4)
     packet["tokens"] = item.tokens
     packet["content_role"] = "data"  # memory is data for the model, never instructions
+    # Served as it was said, but marked when it reads like instructions aimed at the model.
+    packet["flags"] = content_flags(item.text)
     return packet
 
 
