@@ -18,12 +18,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection, models, transaction
-from django.db.models import BooleanField
-from django.db.models.expressions import RawSQL
 from django.db.models.functions import Now
 from django.utils import timezone
 from django_q.tasks import async_task
 
+from memory.content import seal_text
 from memory.embedder import get_embedder
 from memory.errors import Conflict as ConflictError
 from memory.errors import EngramError, InvalidInput, SecretDetected
@@ -45,7 +44,15 @@ from memory.policy import precedence
 from memory.policy.classes import check_class, pick_class
 from memory.policy.secrets import describe, scan_payload
 from memory.scope import WRITE, Scope
-from memory.services.writes import OUTCOME_SOURCE_TYPES, RecordInput, _require, _require_namespace, new_record
+from memory.services.writes import (
+    OUTCOME_SOURCE_TYPES,
+    RecordInput,
+    _require,
+    _require_namespace,
+    key_in,
+    new_record,
+    retire_candidate_records,
+)
 from memory.tombstones import event_hash, is_tombstoned, subject_hash
 
 MAX_BATCH = 500
@@ -189,7 +196,8 @@ def _claim_events(scope: Scope, pending: list[_Pending]) -> list[_Pending]:
             p.twin_of = twin
     ours = [Event(tenant_id=scope.tenant_id, subject_id=scope.subject_id, external_id=p.item.event_id,
                   source_type=p.item.source_type, payload_hash=p.digest, actor=scope.actor,
-                  text=p.item.event_text or p.item.text, occurred_at=p.item.occurred_at) for p in candidates]
+                  text=seal_text(p.memory_class, p.item.event_text or p.item.text), occurred_at=p.item.occurred_at)
+            for p in candidates]
     # ON CONFLICT DO NOTHING waits for a concurrent twin's commit, like the single path's unique index.
     Event.objects.bulk_create(ours, ignore_conflicts=True, batch_size=MAX_BATCH)
     stored = {e.external_id: e for e in Event.objects.filter(
@@ -234,11 +242,7 @@ def _store(scope: Scope, fresh: list[_Pending], *, vectors: Future[list[list[flo
     """writes.store_confirmed for many items: lock, read heads, decide in order, write in bulk."""
     keys = {(p.item.namespace, p.item.field) for p in fresh}
     _lock_keys(scope, keys)
-    ordered = sorted(keys)
-    # One (namespace, field) IN (...) over two arrays: 500 OR-ed Q objects took longer to compile than to run.
-    key_match = RawSQL('("memory_memoryrecord"."namespace", "memory_memoryrecord"."field") IN '
-                       "(SELECT * FROM unnest(%s::text[], %s::text[]))",
-                       ([k[0] for k in ordered], [k[1] for k in ordered]), output_field=BooleanField())
+    key_match = key_in(sorted(keys))
     heads: dict[tuple[str, str], list[MemoryRecord]] = defaultdict(list)
     # As writes._live_heads: every head of the subject's keys, not only those the writer may read.
     for head in (MemoryRecord.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id).live()
@@ -292,6 +296,11 @@ def _store(scope: Scope, fresh: list[_Pending], *, vectors: Future[list[list[flo
     _copy_into(MemoryRecord, records)
     MemoryRecord.objects.bulk_update([h for pk, h in superseded_heads.items() if pk not in new_ids],
                                      ["status", "superseded_by", "status_reason"], batch_size=MAX_BATCH)
+    answers = {(r.namespace, r.field): r for r in records if r.status == RecordStatus.ACTIVE}
+    for old in retire_candidate_records(tenant_id=scope.tenant_id, subject_id=scope.subject_id, answers=answers,
+                                        reason="confirmed record (batch)"):
+        answer = answers[(old.namespace, old.field)]
+        next(p for p in fresh if p.result.record is answer).audit.setdefault("retired_candidates", []).append(old.pk)
     for p, record, others in conflicts:
         conflict = Conflict.objects.create(tenant_id=scope.tenant_id, subject_id=scope.subject_id,
                                            namespace=p.item.namespace, field=p.item.field)

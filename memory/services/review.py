@@ -17,7 +17,7 @@ from django.utils import timezone
 from memory.audit import audit
 from memory.errors import Conflict as ConflictError
 from memory.errors import EngramError, Forbidden, InvalidInput, NotFound, PolicyRefused
-from memory.models import Candidate, Confidence, Conflict, MemoryRecord, RecordStatus, SourceType
+from memory.models import Candidate, Conflict, MemoryRecord, RecordStatus, SourceType
 from memory.normalise import fact_hash
 from memory.policy.classes import class_for_namespace, readable_by
 from memory.scope import WRITE, Scope
@@ -99,12 +99,7 @@ def _approve(*, reviewer: User, candidate_id: str, value: Any, text: str, edited
                        memory_type=candidate.memory_type)
     result = store_confirmed(scope=_scope_for(candidate, reviewer), item=item, memory_class=memory_class,
                              event=event, actor_action="memory.approve")
-    if result.record.status == RecordStatus.ACTIVE:
-        # A confirmed record now answers for this key: unreviewed candidate records step aside.
-        MemoryRecord.objects.live().filter(
-            tenant_id=candidate.tenant_id, subject_id=candidate.subject_id, namespace=candidate.namespace,
-            field=candidate.field, confidence=Confidence.CANDIDATE,
-        ).update(status=RecordStatus.SUPERSEDED, superseded_by=result.record, status_reason="confirmed by review")
+    # store_confirmed retires the unreviewed candidate records of this key once the approved record is active.
     Candidate.objects.filter(pk=candidate.pk).update(
         status=Candidate.Status.APPROVED, result_record=result.record, decided_by_id=reviewer.pk,
         decided_at=timezone.now(), updated_at=timezone.now())

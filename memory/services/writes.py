@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
+from django.db.models import BooleanField
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from django_q.tasks import async_task
 
 from memory.audit import audit
-from memory.content import seal
+from memory.content import seal, seal_candidate, seal_text
 from memory.errors import Conflict as ConflictError
 from memory.errors import Forbidden, InvalidInput, SecretDetected
 from memory.indexing import refresh_search_vectors
@@ -114,16 +116,19 @@ def lock_key(tenant_id: int, subject_id: int, namespace: str, field: str) -> Non
         )
 
 
-def _event_get_or_create(*, scope: Scope, item: RecordInput, source_type: str) -> tuple[Event, bool]:
+def _event_get_or_create(*, scope: Scope, item: RecordInput, source_type: str,
+                         memory_class: MemoryClass) -> tuple[Event, bool]:
     """Idempotency: one Event per (tenant, subject, event_id). Concurrent twins block on the unique
-    index until the first commits, then read its row."""
+    index until the first commits, then read its row. A replay is recognised by the payload hash, never
+    by the stored text, which is sealed (randomised ciphertext) when the class requires encryption."""
     digest = payload_hash(item.canonical())
     try:
         with transaction.atomic():
             event, created = Event.objects.get_or_create(
                 tenant_id=scope.tenant_id, subject_id=scope.subject_id, external_id=item.event_id,
                 defaults={"source_type": source_type, "payload_hash": digest, "actor": scope.actor,
-                          "text": item.event_text or item.text, "occurred_at": item.occurred_at},
+                          "text": seal_text(memory_class, item.event_text or item.text),
+                          "occurred_at": item.occurred_at},
             )
     except IntegrityError:
         event = Event.objects.get(tenant_id=scope.tenant_id, subject_id=scope.subject_id,
@@ -183,6 +188,33 @@ def new_record(*, scope: Scope, item: RecordInput, memory_class: MemoryClass, ev
     return record
 
 
+def key_in(keys: list[tuple[str, str]]) -> RawSQL:
+    """``(namespace, field) IN (...)`` over two arrays: one parameter pair however many keys
+    (hundreds of OR-ed Q objects take longer to compile than to run)."""
+    return RawSQL('("memory_memoryrecord"."namespace", "memory_memoryrecord"."field") IN '
+                  "(SELECT * FROM unnest(%s::text[], %s::text[]))",
+                  ([k[0] for k in keys], [k[1] for k in keys]), output_field=BooleanField())
+
+
+def retire_candidate_records(*, tenant_id: int, subject_id: int, answers: dict[tuple[str, str], MemoryRecord],
+                             reason: str) -> list[MemoryRecord]:
+    """Unreviewed ``confidence="candidate"`` records step aside for the confirmed record now answering their key.
+
+    A model's inference never outranks a confirmed fact (precedence), so once an explicit statement, an
+    outcome or an approved inference is active for (namespace, field), a live candidate record of that key
+    must stop being served beside it. Caller holds the key locks. Returns the retired records.
+    """
+    if not answers:
+        return []
+    retired = list(MemoryRecord.objects.live().alias(key_match=key_in(sorted(answers)))
+                   .filter(key_match=True, tenant_id=tenant_id, subject_id=subject_id, confidence=Confidence.CANDIDATE))
+    for record in retired:
+        record.status, record.status_reason = RecordStatus.SUPERSEDED, reason
+        record.superseded_by = answers[(record.namespace, record.field)]
+    MemoryRecord.objects.bulk_update(retired, ["status", "status_reason", "superseded_by"])
+    return retired
+
+
 def store_confirmed(*, scope: Scope, item: RecordInput, memory_class: MemoryClass, event: Event,
                     actor_action: str) -> WriteResult:
     """Insert a confirmed record and apply precedence. Caller holds the transaction."""
@@ -203,12 +235,17 @@ def store_confirmed(*, scope: Scope, item: RecordInput, memory_class: MemoryClas
                                            namespace=item.namespace, field=item.field)
         conflict.records.add(record, *heads)
         conflict_with = [h.pk for h in heads]
+    retired: list[MemoryRecord] = []
+    if record.status == RecordStatus.ACTIVE:
+        retired = retire_candidate_records(tenant_id=scope.tenant_id, subject_id=scope.subject_id,
+                                           answers={(item.namespace, item.field): record},
+                                           reason=f"confirmed record ({item.source_type})")
     refresh_search_vectors([record.pk])
     audit(actor=scope.actor, action=actor_action, object_type="memory", object_id=record.pk,
           tenant_id=scope.tenant_id, subject_id=scope.subject_id,
           data={"event_id": event.pk, "outcome": decision.outcome.value, "reason": decision.reason,
                 "superseded": [h.pk for h in heads] if decision.outcome is precedence.Outcome.SUPERSEDE else [],
-                "conflict_with": conflict_with})
+                "conflict_with": conflict_with, "retired_candidates": [r.pk for r in retired]})
     if memory_class.embed:
         transaction.on_commit(lambda: async_task("memory.tasks.embed_records", [record.pk]))
     record.refresh_from_db()
@@ -255,7 +292,8 @@ def _write_confirmed(*, scope: Scope, item: RecordInput, memory_class: MemoryCla
     if is_tombstoned(tenant_id=scope.tenant_id, subject_external_id=scope.subject_external_id,
                      namespace=item.namespace, field=item.field, value=None, event_ids=[item.event_id]):
         raise ConflictError("This event's content was deleted; a replay cannot recreate it.", code="tombstoned")
-    event, created = _event_get_or_create(scope=scope, item=item, source_type=item.source_type)
+    event, created = _event_get_or_create(scope=scope, item=item, source_type=item.source_type,
+                                          memory_class=memory_class)
     if not created:
         return _replay(event)
     return store_confirmed(scope=scope, item=item, memory_class=memory_class, event=event, actor_action=action)
@@ -273,7 +311,8 @@ def candidate_submit(*, scope: Scope, item: RecordInput, evidence: list[dict[str
     if is_tombstoned(tenant_id=scope.tenant_id, subject_external_id=scope.subject_external_id,
                      namespace=item.namespace, field=item.field, value=None, event_ids=[item.event_id]):
         raise ConflictError("This event's content was deleted; a replay cannot recreate it.", code="tombstoned")
-    event, created = _event_get_or_create(scope=scope, item=item, source_type=SourceType.MODEL_INFERRED)
+    event, created = _event_get_or_create(scope=scope, item=item, source_type=SourceType.MODEL_INFERRED,
+                                          memory_class=memory_class)
     if not created:
         existing = Candidate.objects.filter(source_event=event).first()
         if existing is None:
@@ -282,10 +321,11 @@ def candidate_submit(*, scope: Scope, item: RecordInput, evidence: list[dict[str
     now = timezone.now()
     quotes = [{"event_id": item.event_id, "text": item.event_text or item.text,
                "at": (item.occurred_at or now).isoformat()}, *evidence]
+    fact, text, quotes = seal_candidate(memory_class, {"field": item.field, "value": item.value}, item.text, quotes)
     candidate = Candidate.objects.create(
         tenant_id=scope.tenant_id, subject_id=scope.subject_id, namespace=item.namespace, kind=item.kind,
-        memory_type=item.memory_type, field=item.field, fact={"field": item.field, "value": item.value},
-        text=item.text, source_event=event, evidence=quotes, model_confidence=model_confidence,
+        memory_type=item.memory_type, field=item.field, fact=fact,
+        text=text, source_event=event, evidence=quotes, model_confidence=model_confidence,
         memory_class=memory_class, content_hash=fact_hash(item.field, item.value),
     )
     audit(actor=scope.actor, action="candidate.submit", object_type="candidate", object_id=candidate.pk,

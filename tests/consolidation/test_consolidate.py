@@ -205,3 +205,31 @@ def test_the_task_entry_point_runs_the_pipeline_in_sync_mode(agent, tenant):
 
     assert codes(candidate) == ["class_not_allowed"]
     assert candidate.status == "rejected"
+
+
+@pytest.mark.parametrize("path", ["single", "batch"])
+def test_an_explicit_statement_retires_the_unreviewed_candidate_record_of_its_field(agent, tenant, path):
+    # A class that serves unreviewed inferences and also takes the user's own statements.
+    MemoryClass.objects.filter(tenant=tenant, name="user_inferred").update(model_permission="write")
+    candidate = submit(agent, namespace=INFERRED, field="diet", value="vegetarian", text="Is vegetarian")
+    assert consolidate(candidate.pk) == "retrievable"
+    guessed = Candidate.objects.get(pk=candidate.pk).result_record
+
+    said = {"namespace": INFERRED, "kind": "preference", "fact": {"field": "diet", "value": "vegan"},
+            "text": "Is vegan", "source": {"type": "explicit_user_statement", "event_id": "evt_vegan"}}
+    if path == "single":
+        response = agent.post("/api/v1/memories", said)
+        assert response.status_code == 201, response.json()
+        confirmed_id = response.json()["memory_id"]
+    else:
+        response = agent.post("/api/v1/memories/batch", {"items": [said]})
+        assert response.status_code == 200, response.json()
+        confirmed_id = response.json()["results"][0]["memory_id"]
+
+    guessed.refresh_from_db()
+    assert (guessed.status, guessed.superseded_by_id) == ("superseded", confirmed_id)
+    listed = agent.get("/api/v1/memories", {"namespace": "user/inferred", "status": "active"}).json()["results"]
+    assert [(r["memory_id"], r["confidence"]) for r in listed] == [(confirmed_id, "confirmed")]
+    packets = agent.post("/api/v1/retrieve", {"query": "What does the user eat?"}).json()["packets"]
+    assert guessed.pk not in [p["memory_id"] for p in packets]
+    assert AuditEntry.objects.filter(object_id=confirmed_id, data__retired_candidates=[guessed.pk]).exists()
