@@ -7,7 +7,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from config.env import env_bool, env_int, env_list, env_str
+from config.env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -183,6 +183,17 @@ ENGRAM_SUMMARIZER_API_KEY = env_str("ENGRAM_SUMMARIZER_API_KEY", "")
 ENGRAM_SUMMARIZER_TIMEOUT = env_int("ENGRAM_SUMMARIZER_TIMEOUT", 30)  # seconds
 # Procedure poison flags: hosts/domains a proposal may add without a new_contact flag (comma-separated).
 ENGRAM_PROCEDURE_ALLOWED_HOSTS = env_list("ENGRAM_PROCEDURE_ALLOWED_HOSTS", [])
+# Retrieval logs quote content: kept at most this long (shorter when a quoted class's TTL is shorter).
+ENGRAM_RETRIEVAL_LOG_DAYS = env_int("ENGRAM_RETRIEVAL_LOG_DAYS", 30)
+# Tombstones outlive the longest retry and consolidation window, then expire.
+ENGRAM_TOMBSTONE_DAYS = env_int("ENGRAM_TOMBSTONE_DAYS", 30)
+# A failing deletion step is retried this many times, waiting base * 2^attempt seconds between tries.
+ENGRAM_DELETION_STEP_ATTEMPTS = env_int("ENGRAM_DELETION_STEP_ATTEMPTS", 3)
+ENGRAM_DELETION_RETRY_BASE_SECONDS = env_float("ENGRAM_DELETION_RETRY_BASE_SECONDS", 0.5)
+# Knowledge ingest: documents up to this many chunks are embedded in the request, larger ones by the worker;
+# longer documents are refused.
+ENGRAM_KNOWLEDGE_SYNC_EMBED_CHUNKS = env_int("ENGRAM_KNOWLEDGE_SYNC_EMBED_CHUNKS", 64)
+ENGRAM_KNOWLEDGE_MAX_DOCUMENT_CHARS = env_int("ENGRAM_KNOWLEDGE_MAX_DOCUMENT_CHARS", 1_000_000)
 
 LOGGING = {
     "version": 1,

@@ -80,7 +80,7 @@ def _contacts(text: str) -> set[str]:
 
 
 def _new_contacts(added: str, base: str) -> list[str]:
-    allowed = {h.lower() for h in getattr(settings, "ENGRAM_PROCEDURE_ALLOWED_HOSTS", [])}
+    allowed = {h.lower() for h in settings.ENGRAM_PROCEDURE_ALLOWED_HOSTS}
     known = _contacts(base) | allowed
     return sorted(c for c in _contacts(added) if c not in known and c.split("@")[-1] not in allowed)
 

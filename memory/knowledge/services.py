@@ -43,11 +43,11 @@ MAX_BATCH = 200
 
 
 def sync_embed_chunks() -> int:
-    return int(getattr(settings, "ENGRAM_KNOWLEDGE_SYNC_EMBED_CHUNKS", 64))
+    return int(settings.ENGRAM_KNOWLEDGE_SYNC_EMBED_CHUNKS)
 
 
 def max_document_chars() -> int:
-    return int(getattr(settings, "ENGRAM_KNOWLEDGE_MAX_DOCUMENT_CHARS", 1_000_000))
+    return int(settings.ENGRAM_KNOWLEDGE_MAX_DOCUMENT_CHARS)
 
 
 @dataclass(frozen=True)

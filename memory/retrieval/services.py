@@ -14,7 +14,7 @@ from memory.scope import Scope
 
 # A log quotes memory content: it lives no longer than the shortest retention of the classes it
 # mentions, and never longer than this default.
-DEFAULT_LOG_RETENTION = dt.timedelta(days=getattr(settings, "ENGRAM_RETRIEVAL_LOG_DAYS", 30))
+DEFAULT_LOG_RETENTION = dt.timedelta(days=settings.ENGRAM_RETRIEVAL_LOG_DAYS)
 
 
 def retrieval_log_record(*, scope: Scope, query: str, request: dict[str, Any], candidates: list[dict[str, Any]],

@@ -144,13 +144,13 @@ class OpenAICompatibleConfig:
 
     @classmethod
     def from_settings(cls) -> OpenAICompatibleConfig | None:
-        url = str(getattr(settings, "ENGRAM_SUMMARIZER_URL", "") or "").strip()
+        url = str(settings.ENGRAM_SUMMARIZER_URL or "").strip()
         if not url:
             return None
-        model = str(getattr(settings, "ENGRAM_SUMMARIZER_MODEL", "") or "").strip() or "default"
+        model = str(settings.ENGRAM_SUMMARIZER_MODEL or "").strip() or "default"
         return cls(url=url.rstrip("/"), model=model,
-                   api_key=str(getattr(settings, "ENGRAM_SUMMARIZER_API_KEY", "") or "").strip(),
-                   timeout=float(getattr(settings, "ENGRAM_SUMMARIZER_TIMEOUT", 30)))
+                   api_key=str(settings.ENGRAM_SUMMARIZER_API_KEY or "").strip(),
+                   timeout=float(settings.ENGRAM_SUMMARIZER_TIMEOUT))
 
 
 PROMPT = ("Summarize this conversation for an assistant that will continue it. Keep facts, decisions and "

@@ -27,7 +27,7 @@ class ThreadSweep:
 
 
 def retention_period() -> dt.timedelta | None:
-    days = int(getattr(settings, "ENGRAM_THREAD_RETENTION_DAYS", 90))
+    days = int(settings.ENGRAM_THREAD_RETENTION_DAYS)
     return dt.timedelta(days=days) if days > 0 else None
 
 
