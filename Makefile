@@ -33,7 +33,6 @@ chromium:
 
 db: install
 	$(PY) manage.py migrate --noinput
-	$(PY) manage.py createcachetable
 
 run: db
 	$(PY) manage.py seed_demo
