@@ -22,7 +22,7 @@ from typing import Any
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 
-from memory.models import MemoryClass, MemoryRecord
+from memory.models import Candidate, MemoryClass, MemoryRecord
 
 TEXT_PREFIX = "fernet:"
 UNREADABLE = "[encrypted: key unavailable]"
@@ -85,6 +85,36 @@ def unseal_parts(fact: Any, text: str) -> tuple[dict[str, Any], str]:
         except InvalidToken:
             text = UNREADABLE
     return fact, text
+
+
+def seal_evidence(memory_class: MemoryClass, evidence: list[Any]) -> list[Any]:
+    """A candidate's evidence quotes as stored under ``memory_class`` (each quote's text sealed)."""
+    return [{**e, "text": seal_text(memory_class, e["text"])} if isinstance(e, dict) and isinstance(e.get("text"), str)
+            else e for e in evidence]
+
+
+def unseal_evidence(evidence: Any) -> list[Any]:
+    """The readable evidence quotes of stored evidence (sealed or not)."""
+    return [{**e, "text": unseal_parts({}, e["text"])[1]} if isinstance(e, dict) and isinstance(e.get("text"), str)
+            else e for e in (evidence if isinstance(evidence, list) else [])]
+
+
+def seal_candidate(memory_class: MemoryClass, fact: dict[str, Any], text: str,
+                   evidence: list[Any]) -> tuple[dict[str, Any], str, list[Any]]:
+    """What to store for a candidate's fact, text and evidence under ``memory_class``."""
+    stored_fact, stored_text = seal(memory_class, fact, text)
+    return stored_fact, stored_text, seal_evidence(memory_class, evidence)
+
+
+def unseal_candidate(candidate: Candidate) -> tuple[dict[str, Any], str, list[Any]]:
+    """The readable fact, text and evidence of a stored candidate."""
+    fact, text = unseal_parts(candidate.fact, candidate.text)
+    return fact, text, unseal_evidence(candidate.evidence)
+
+
+def candidate_is_sealed(candidate: Candidate) -> bool:
+    return is_sealed(candidate.fact, candidate.text) or any(
+        isinstance(e, dict) and str(e.get("text") or "").startswith(TEXT_PREFIX) for e in candidate.evidence or [])
 
 
 def unseal(record: MemoryRecord) -> tuple[dict[str, Any], str]:

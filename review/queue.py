@@ -10,7 +10,7 @@ from typing import Any
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from memory.content import unseal
+from memory.content import unseal, unseal_candidate, unseal_parts
 from memory.models import Candidate, Confidence, Conflict, MemoryRecord, Tenant
 from memory.namespaces import under_any_q
 from memory.policy.classes import class_for_namespace
@@ -86,13 +86,14 @@ def candidate_item(candidate: Candidate, heads: dict[tuple, MemoryRecord] | None
     if heads is None:
         heads = _live_heads([candidate])
     head = heads.get(key)
-    value = candidate.fact.get("value") if isinstance(candidate.fact, dict) else None
+    fact, text, evidence = unseal_candidate(candidate)
+    value = fact.get("value") if isinstance(fact, dict) else None
     return QueueItem(
         type="candidate", id=candidate.pk, tenant=candidate.tenant, subject=candidate.subject.external_id,
         namespace=candidate.namespace, kind=candidate.kind, field=candidate.field, created_at=candidate.created_at,
         masked=masked, status=candidate.status, proposed_value=MASK if masked else value,
-        proposed_text=MASK if masked else candidate.text,
-        evidence=[{**e, "text": MASK if masked else e.get("text", "")} for e in candidate.evidence],
+        proposed_text=MASK if masked else text,
+        evidence=[{**e, "text": MASK if masked else e.get("text", "")} for e in evidence],
         reasons=candidate.reasons, current=[_shown(head, masked)] if head else [],
         snapshot_changed=(head.pk if head else None) != candidate.conflict_record_id,
     )
@@ -125,7 +126,8 @@ def conflict_item(conflict: Conflict) -> QueueItem:
         reasons=[{"code": "conflict", "detail": "two records of the same authority disagree; policy cannot decide"}],
         current=[_shown(r, masked) for r in records[:-1]],
         proposed_record=_shown(proposed, masked) if proposed else None,
-        evidence=[{"event_id": r.source_event.external_id, "text": MASK if masked else r.source_event.text,
+        evidence=[{"event_id": r.source_event.external_id,
+                   "text": MASK if masked else unseal_parts({}, r.source_event.text)[1],
                    "at": r.source_event.created_at.isoformat()} for r in records if r.source_event],
     )
 

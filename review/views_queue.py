@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from memory.content import unseal_parts
 from memory.errors import EngramError
 from memory.models import Candidate
 from memory.services import review as services
@@ -152,8 +153,9 @@ def candidate_edit(request: HttpRequest, candidate_id: str) -> HttpResponse:
     if not reviewer_may_read(candidate.memory_class) or candidate.status != Candidate.Status.REVIEW:
         messages.error(request, "This candidate cannot be edited here.")
         return redirect("review-queue")
-    original = candidate.fact.get("value")
-    initial = {"value": original if isinstance(original, str) else json.dumps(original), "text": candidate.text}
+    fact, text = unseal_parts(candidate.fact, candidate.text)
+    original = fact.get("value")
+    initial = {"value": original if isinstance(original, str) else json.dumps(original), "text": text}
     form = EditForm(request.POST if request.method == "POST" else None, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:

@@ -19,6 +19,7 @@ from api.fields import (
     text_field,
 )
 from api.serializers import record_payload
+from memory.content import unseal_parts
 from memory.ids import new_event_id
 from memory.models import MemoryType, RecordStatus, SourceType
 from memory.selectors import memory_get, memory_history, memory_list
@@ -173,9 +174,10 @@ class CandidateCreateApi(APIView):
         result = candidate_submit(scope=scope_of(request), item=item, evidence=data.get("evidence"),
                                   model_confidence=data.get("confidence"))
         c = result.candidate
+        fact, text = unseal_parts(c.fact, c.text)
         return Response(
             {"candidate_id": c.pk, "status": c.status, "subject_id": scope_of(request).subject_external_id,
-             "namespace": c.namespace.split("/"), "kind": c.kind, "fact": c.fact, "text": c.text,
+             "namespace": c.namespace.split("/"), "kind": c.kind, "fact": fact, "text": text,
              "source": {"type": SourceType.MODEL_INFERRED, "event_id": item.event_id},
              "confidence": "candidate", "created_at": c.created_at.isoformat()},
             status=status.HTTP_202_ACCEPTED if result.created else status.HTTP_200_OK,

@@ -21,6 +21,7 @@ from pgvector.django import CosineDistance
 
 from memory.audit import audit
 from memory.consolidation.records import store_candidate_record
+from memory.content import candidate_is_sealed, seal_candidate, seal_evidence, unseal_candidate, unseal_parts
 from memory.embedder import get_embedder
 from memory.models import Candidate, Confidence, Event, MemoryClass, MemoryRecord
 from memory.normalise import fact_hash
@@ -92,8 +93,9 @@ def take_snapshot(candidate_id: str) -> Snapshot | None:
     head = _live_head(candidate)
     memory_class = class_for_namespace(tenant_id=candidate.tenant_id, namespace=candidate.namespace)
     embedding = None
-    if memory_class is not None and memory_class.embed and candidate.text.strip():
-        embedding = get_embedder().embed([_normalise_sentence(candidate.text)])[0]
+    text = unseal_parts({}, candidate.text)[1]
+    if memory_class is not None and memory_class.embed and text.strip():
+        embedding = get_embedder().embed([_normalise_sentence(text)])[0]
     return Snapshot(candidate_id=candidate.pk, head_id=head.pk if head else None, embedding=embedding)
 
 
@@ -107,15 +109,27 @@ def apply_snapshot(snapshot: Snapshot) -> str:
     # namespace lock makes two near-duplicates in different fields see each other in turn.
     _lock_namespace(peek)
     lock_key(peek.tenant_id, peek.subject_id, peek.namespace, peek.field)
-    candidate = (Candidate.objects.select_for_update(of=("self",)).select_related("subject", "source_event")
-                 .get(pk=peek.pk))
+    candidate = (Candidate.objects.select_for_update(of=("self",))
+                 .select_related("subject", "source_event", "memory_class").get(pk=peek.pk))
     if candidate.status != Candidate.Status.PENDING:  # a twin delivery finished while we waited
         return candidate.status
+    sealing = _sealing_class(candidate)
+    candidate.fact, candidate.text, candidate.evidence = unseal_candidate(candidate)  # sealed again in _write
     _normalise(candidate)
     memory_class = class_for_namespace(tenant_id=candidate.tenant_id, namespace=candidate.namespace)
+    if memory_class is not None and memory_class.encryption_required:
+        sealing = memory_class
     outcome = (_tombstone_check(candidate) or _policy_check(candidate, memory_class)
                or _dedupe(candidate, snapshot) or _compare(candidate, snapshot, memory_class))
-    return _write(candidate, outcome, memory_class, snapshot)
+    return _write(candidate, outcome, memory_class, snapshot, sealing)
+
+
+def _sealing_class(candidate: Candidate) -> MemoryClass | None:
+    """The class whose encryption the stored candidate keeps: content sealed at submission stays sealed
+    even if the class changed since (a class that now requires encryption seals it from here on)."""
+    if candidate.memory_class is not None and candidate.memory_class.encryption_required:
+        return candidate.memory_class
+    return MemoryClass(encryption_required=True) if candidate_is_sealed(candidate) else None
 
 
 def _lock_namespace(candidate: Candidate) -> None:
@@ -235,22 +249,24 @@ def _blank(candidate: Candidate) -> None:
         Event.objects.filter(pk=candidate.source_event_id).update(text="")
 
 
-def _merge_evidence(target: Candidate, candidate: Candidate) -> None:
+def _merge_evidence(target: Candidate, candidate: Candidate, sealing: MemoryClass | None) -> None:
     target = Candidate.objects.select_for_update().get(pk=target.pk)
     seen = {e.get("event_id") for e in target.evidence}
-    target.evidence = [*target.evidence, *[e for e in candidate.evidence if e.get("event_id") not in seen]]
+    quotes = [e for e in candidate.evidence if e.get("event_id") not in seen]
+    target.evidence = [*target.evidence, *(seal_evidence(sealing, quotes) if sealing is not None else quotes)]
     target.save(update_fields=["evidence", "updated_at"])
     audit(actor=ACTOR, action="candidate.merge", object_type="candidate", object_id=target.pk,
           tenant_id=target.tenant_id, subject_id=target.subject_id,
           data={"merged": candidate.pk, "event_ids": _event_ids(candidate)})
 
 
-def _write(candidate: Candidate, outcome: _Outcome, memory_class: MemoryClass | None, snapshot: Snapshot) -> str:
+def _write(candidate: Candidate, outcome: _Outcome, memory_class: MemoryClass | None, snapshot: Snapshot,
+           sealing: MemoryClass | None) -> str:
     result_record: MemoryRecord | None = None
     if outcome.blank:
         _blank(candidate)
     if outcome.merged_into is not None:
-        _merge_evidence(outcome.merged_into, candidate)
+        _merge_evidence(outcome.merged_into, candidate, sealing)
     elif outcome.status == Candidate.Status.DISCARDED and outcome.conflict_record is not None:
         head = outcome.conflict_record
         audit(actor=ACTOR, action="memory.reinforce", object_type="memory", object_id=head.pk,
@@ -259,11 +275,14 @@ def _write(candidate: Candidate, outcome: _Outcome, memory_class: MemoryClass | 
     elif outcome.status == Candidate.Status.RETRIEVABLE:
         assert memory_class is not None
         result_record = store_candidate_record(candidate=candidate, memory_class=memory_class, actor=ACTOR)
+    fact, text, evidence = candidate.fact, candidate.text, candidate.evidence
+    if sealing is not None:  # the candidate record above was sealed by its class; the candidate row too
+        fact, text, evidence = seal_candidate(sealing, fact, text, evidence)
     # Compare-and-set on the candidate's own status: a concurrent delivery cannot also write.
     claimed = Candidate.objects.filter(pk=candidate.pk, status=Candidate.Status.PENDING).update(
         status=outcome.status, reasons=outcome.reasons, conflict_record=outcome.conflict_record,
-        merged_into=outcome.merged_into, result_record=result_record, fact=candidate.fact, text=candidate.text,
-        evidence=candidate.evidence, content_hash=candidate.content_hash, memory_class=memory_class,
+        merged_into=outcome.merged_into, result_record=result_record, fact=fact, text=text,
+        evidence=evidence, content_hash=candidate.content_hash, memory_class=memory_class,
         embedding=None if outcome.blank else snapshot.embedding, updated_at=timezone.now(),
     )
     if claimed != 1:  # cannot happen under the row lock; never write twice if it ever does

@@ -20,7 +20,7 @@ from django.utils import timezone
 from pgvector.django import VectorField
 
 from api.serializers import record_payload
-from memory.content import unseal_parts
+from memory.content import unseal_candidate, unseal_parts
 from memory.models import AuditEntry, Candidate, Event, MemoryRecord, Subject
 from memory.scope import Scope
 
@@ -65,14 +65,15 @@ def subject_export(*, scope: Scope) -> dict[str, Any]:
                                      "occurred_at": r.source_event.occurred_at,
                                      "recorded_at": r.source_event.created_at}
         out_records.append(payload)
-    candidates = [
-        {"candidate_id": c.id, "namespace": c.namespace.split("/"), "kind": c.kind, "fact": c.fact, "text": c.text,
-         "status": c.status, "evidence": c.evidence, "model_confidence": c.model_confidence,
-         "created_at": c.created_at}
-        for c in Candidate.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id).order_by("created_at")
-    ]
-    events = list(Event.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id).order_by("created_at")
-                  .values("id", "external_id", "source_type", "text", "occurred_at", "created_at"))
+    candidates = []
+    for c in Candidate.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id).order_by("created_at"):
+        fact, text, evidence = unseal_candidate(c)
+        candidates.append({"candidate_id": c.id, "namespace": c.namespace.split("/"), "kind": c.kind, "fact": fact,
+                           "text": text, "status": c.status, "evidence": evidence,
+                           "model_confidence": c.model_confidence, "created_at": c.created_at})
+    events = [{**e, "text": unseal_parts({}, e["text"])[1]} for e in
+              Event.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id).order_by("created_at")
+              .values("id", "external_id", "source_type", "text", "occurred_at", "created_at")]
     body: dict[str, Any] = {
         "subject_id": scope.subject_external_id, "exported_at": timezone.now(),
         "records": out_records, "candidates": candidates, "events": events,

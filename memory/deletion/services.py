@@ -28,7 +28,7 @@ from django.utils import timezone
 from django_q.tasks import async_task
 
 from memory.audit import audit
-from memory.content import decrypt_str, encrypt_str, unseal, unseal_parts
+from memory.content import decrypt_str, encrypt_str, unseal, unseal_candidate, unseal_parts
 from memory.deletion import registry
 from memory.deletion.models import DeletionJob, DeletionStep
 from memory.errors import Conflict as ConflictError
@@ -49,7 +49,7 @@ def tombstone_ttl() -> timedelta:
     """Tombstones outlive every delayed writer: the longest django-q2 re-delivery window
     (retry x max_attempts = 15 min by default), a consolidation backlog, and a client's retry queue.
     30 days by default (ENGRAM_TOMBSTONE_DAYS)."""
-    return timedelta(days=getattr(settings, "ENGRAM_TOMBSTONE_DAYS", 30))
+    return timedelta(days=settings.ENGRAM_TOMBSTONE_DAYS)
 
 
 def owner_scope(*, tenant_id: int, subject_id: int, subject_external_id: str) -> Scope:
@@ -95,21 +95,23 @@ def _plan_records(records: list[MemoryRecord]) -> _Plan:
     for r in records:
         fact, text = unseal(r)
         event = events.get(r.source_event_id or "")
-        markers += _markers_of(fact, text, event.text if event else "")
+        markers += _markers_of(fact, text, unseal_parts({}, event.text)[1] if event else "")
         tombstones.append({"memory_id": r.pk, "namespace": r.namespace, "field": r.field,
                            "content_hash": content_hash_for(r.namespace, r.field, fact.get("value"))
                            if isinstance(fact, dict) else "",
                            "event_hashes": [event_hash(event.external_id)] if event else []})
     for c in candidates:
-        markers += _markers_of(c.fact, c.text)
-        markers += [str(e.get("text", "")) for e in c.evidence if isinstance(e, dict)
+        c_fact, c_text, c_evidence = unseal_candidate(c)
+        markers += _markers_of(c_fact, c_text)
+        markers += [str(e.get("text", "")) for e in c_evidence if isinstance(e, dict)
                     and len(str(e.get("text", "")).strip()) >= MIN_MARKER_CHARS]
         event = events.get(c.source_event_id or "")
         tombstones.append({"memory_id": "", "namespace": c.namespace, "field": c.field,
-                           "content_hash": content_hash_for(c.namespace, c.field, c.fact.get("value")),
+                           "content_hash": content_hash_for(c.namespace, c.field, c_fact.get("value")),
                            "event_hashes": [event_hash(event.external_id)] if event else []})
     for e in events.values():
-        markers += [e.text] if len(e.text.strip()) >= MIN_MARKER_CHARS else []
+        e_text = unseal_parts({}, e.text)[1]
+        markers += [e_text] if len(e_text.strip()) >= MIN_MARKER_CHARS else []
     return _Plan(memory_ids=memory_ids, event_ids=sorted(events), markers=sorted(set(markers)),
                  tombstones=tombstones)
 
@@ -254,7 +256,7 @@ def subject_erase(*, scope: Scope) -> DeletionJob:
     plan.event_ids = sorted(set(plan.event_ids) | set(
         Event.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id).values_list("pk", flat=True)))
     for c in Candidate.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id):
-        plan.markers += _markers_of(c.fact, c.text)
+        plan.markers += _markers_of(*unseal_candidate(c)[:2])
     plan.markers = sorted(set(plan.markers))
     return _create_job(scope=scope, kind=DeletionJob.Kind.SUBJECT, plan=plan, extra_plan={"whole_subject": True})
 
@@ -370,11 +372,11 @@ def _redact(message: str, markers: tuple[str, ...]) -> str:
 
 
 def _attempts() -> int:
-    return max(1, int(getattr(settings, "ENGRAM_DELETION_STEP_ATTEMPTS", 3)))
+    return max(1, int(settings.ENGRAM_DELETION_STEP_ATTEMPTS))
 
 
 def _backoff(attempt: int) -> float:
-    return float(getattr(settings, "ENGRAM_DELETION_RETRY_BASE_SECONDS", 0.5)) * (2 ** attempt)
+    return float(settings.ENGRAM_DELETION_RETRY_BASE_SECONDS) * (2 ** attempt)
 
 
 def _run_step(job: DeletionJob, step: DeletionStep, action: Any, target: registry.DeletionTarget) -> bool:

@@ -15,6 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memory.audit import audit
+from memory.content import unseal_parts
 from memory.errors import Conflict as ConflictError
 from memory.errors import EngramError, Forbidden, InvalidInput, NotFound, PolicyRefused
 from memory.models import Candidate, Conflict, MemoryRecord, RecordStatus, SourceType
@@ -117,8 +118,8 @@ def _approve(*, reviewer: User, candidate_id: str, value: Any, text: str, edited
 def candidate_approve(*, reviewer: User, candidate_id: str) -> Approval:
     """Approve the candidate as proposed."""
     candidate = _reviewable_candidate(reviewer, candidate_id)
-    return _approve(reviewer=reviewer, candidate_id=candidate_id, value=candidate.fact.get("value"),
-                    text=candidate.text, edited=False)
+    fact, text = unseal_parts(candidate.fact, candidate.text)
+    return _approve(reviewer=reviewer, candidate_id=candidate_id, value=fact.get("value"), text=text, edited=False)
 
 
 @transaction.atomic

@@ -106,3 +106,94 @@ def test_crossing_boundaries_is_opt_in_and_only_for_classes_that_may(agent, tena
     assert not MemoryRecord.objects.for_scope(user).filter(pk__in=[shared, private]).exists()
     crossing = MemoryRecord.objects.for_scope(user, cross_boundaries=True)
     assert list(crossing.filter(pk__in=[shared, private]).values_list("pk", flat=True)) == [shared]
+
+
+MARKER = "zqmarkerokra"
+
+
+def test_an_encrypted_class_is_not_readable_as_plaintext_anywhere_in_the_database(agent, vault):
+    """Record, source event, outcome, candidate with evidence, audit and retrieval log: no plaintext.
+
+    The owner's reads (the record, the candidate list, the export) still show it as it was said."""
+    from memory.consolidation.pipeline import consolidate
+    from memory.models import Candidate
+    from tests.deletion.helpers import tables_containing
+
+    written = agent.post("/api/v1/memories", memory_body(
+        namespace=["user", "medical"], kind="health", fact={"field": "allergy", "value": f"{MARKER} peanuts"},
+        text=f"Allergic to peanuts {MARKER}",
+        source={"type": "explicit_user_statement", "event_id": "evt_enc_1", "text": f"I said {MARKER} once"}))
+    assert written.status_code == 201, written.json()
+    outcome = agent.post("/api/v1/outcomes", memory_body(
+        namespace=["user", "medical"], kind="health", fact={"field": "blood_type", "value": f"A+ {MARKER}"},
+        text=f"Blood type A+ {MARKER}",
+        source={"type": "verified_outcome", "event_id": "evt_enc_2", "text": f"Lab result {MARKER}"}))
+    assert outcome.status_code == 201, outcome.json()
+    candidate = agent.post("/api/v1/candidates", memory_body(
+        namespace=["user", "medical"], kind="health", fact={"field": "diet", "value": f"vegan {MARKER}"},
+        text=f"Eats vegan {MARKER}", source={"type": "model_inferred", "event_id": "evt_enc_3",
+                                             "text": f"The user said vegan {MARKER}"},
+        evidence=[{"event_id": "evt_enc_4", "text": f"Again vegan {MARKER}"}]))
+    assert candidate.status_code in (200, 201, 202), candidate.json()
+    candidate_id = Candidate.objects.get(source_event__external_id="evt_enc_3").pk
+    consolidate(candidate_id)  # normalises and decides; must keep the content sealed
+    # Retrieval cannot find sealed records (no full-text vector, no embedding); the call still logs.
+    retrieved = agent.post("/api/v1/retrieve", {"query": "allergy peanuts blood type",
+                                                "namespaces": [["user", "medical"]]})
+    assert retrieved.status_code == 200, retrieved.json()
+
+    hits = tables_containing(MARKER)
+    assert hits == [], ", ".join(hits)
+    assert MARKER in agent.get(f"/api/v1/memories/{written.json()['memory_id']}").json()["text"]
+    export = agent.get("/api/v1/export")
+    assert export.status_code == 200
+    body = str(export.json())
+    assert f"I said {MARKER} once" in body and f"Again vegan {MARKER}" in body and f"Eats vegan {MARKER}" in body
+    assert TEXT_PREFIX not in body
+
+
+def test_a_sealed_candidate_is_reviewed_merged_and_approved_in_plaintext_but_stored_sealed(agent, tenant):
+    from memory.consolidation.pipeline import consolidate
+    from memory.models import Candidate
+    from memory.services import review
+    from memory.services.identity import user_create
+    from review.queue import candidate_item
+    from tests.deletion.helpers import tables_containing
+
+    MemoryClass.objects.create(
+        tenant=tenant, name="clinic", namespace_prefix="user/clinic", allowed_readers=["owner", "agent", "reviewer"],
+        model_permission="write", sensitivity="sensitive", encryption_required=True, embed=False)
+    rita = user_create(tenant=tenant, username="rita", password="rita-pass-123", reviewer=True)
+
+    def propose(event_id: str, quote: str) -> Candidate:
+        response = agent.post("/api/v1/candidates", memory_body(
+            namespace=["user", "clinic"], kind="health", fact={"field": "doctor", "value": f"Dr  {MARKER}"},
+            text=f"Sees   Dr {MARKER}", source={"type": "model_inferred", "event_id": event_id, "text": quote}))
+        assert response.status_code == 202, response.json()
+        assert response.json()["text"] == f"Sees   Dr {MARKER}"  # the API answers in plaintext
+        return Candidate.objects.get(source_event__external_id=event_id)
+
+    first = propose("evt_clinic_1", f"My doctor is {MARKER}")
+    assert consolidate(first.pk) == "review"  # sensitive: a person decides
+    twin = propose("evt_clinic_2", f"Saw {MARKER} again")
+    assert consolidate(twin.pk) == "merged"  # the same (unsealed) fact dedupes
+    replay = agent.post("/api/v1/memories", memory_body(
+        namespace=["user", "clinic"], kind="health", fact={"field": "clinic", "value": "north"},
+        text="Goes to the north clinic", source={"type": "explicit_user_statement", "event_id": "evt_clinic_3"}))
+    assert replay.status_code == 201, replay.json()
+    again = agent.post("/api/v1/memories", memory_body(
+        namespace=["user", "clinic"], kind="health", fact={"field": "clinic", "value": "north"},
+        text="Goes to the north clinic", source={"type": "explicit_user_statement", "event_id": "evt_clinic_3"}))
+    assert again.status_code == 200 and again.json()["memory_id"] == replay.json()["memory_id"]  # idempotent
+
+    hits = tables_containing(MARKER)
+    assert hits == [], ", ".join(hits)
+    first.refresh_from_db()
+    item = candidate_item(first)
+    assert item.proposed_value == f"Dr {MARKER}" and item.proposed_text == f"Sees Dr {MARKER}"
+    assert [e["text"] for e in item.evidence] == [f"My doctor is {MARKER}", f"Saw {MARKER} again"]
+
+    approval = review.candidate_approve(reviewer=rita, candidate_id=first.pk)
+    assert agent.get(f"/api/v1/memories/{approval.result.record.pk}").json()["text"] == f"Sees Dr {MARKER}"
+    hits = tables_containing(MARKER)
+    assert hits == [], ", ".join(hits)
