@@ -70,9 +70,9 @@ class Command(BaseCommand):
                 raise CommandError(f"{options['via_api']}: {exc}", returncode=UNUSABLE) from exc
             mode = f"via-api {options['via_api']}"
         else:
-            # The deletion fan-out purges the shared database cache; a fresh clone that ran only
-            # `migrate` has no cache table yet (`make db` creates it). Idempotent.
-            call_command("createcachetable", verbosity=0)
+            # A fresh clone may not have migrated yet (the evaluation creates its own tenants, but needs
+            # the schema and the cache table the deletion fan-out purges). Idempotent and quick when current.
+            call_command("migrate", interactive=False, verbosity=0)
             realm = InProcessRealm()
             mode = "in-process"
         # The run makes many deliberate 4xx requests and inline tasks; their log lines would bury the table.
