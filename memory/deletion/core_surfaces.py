@@ -15,6 +15,7 @@ from django.core.cache import cache
 from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 
+from memory.content import TEXT_PREFIX, unseal_evidence
 from memory.deletion.registry import DeletionTarget, purge_surface, read_check
 from memory.models import AuditEntry, Candidate, Event, MemoryRecord, RecordStatus, Subject, Tombstone
 from memory.tombstones import subject_hash
@@ -58,11 +59,13 @@ def purge_candidates(target: DeletionTarget) -> int:
                 match |= Q(namespace=r["namespace"], field=r["field"], content_hash=r["content_hash"])
         qs = qs.filter(match)
     # Other candidates' evidence may quote the deleted words (a merge copies evidence): blank those.
+    # Sealed quotes (encrypted classes) cannot match in SQL: every candidate holding one is opened here.
     touched = 0
-    quoting = _quoting(Candidate.objects.filter(tenant_id=target.tenant_id, subject_id=target.subject_id),
-                       "evidence", target.markers)
+    subject_candidates = Candidate.objects.filter(tenant_id=target.tenant_id, subject_id=target.subject_id)
+    quoting = (_quoting(subject_candidates, "evidence", (*target.markers, TEXT_PREFIX)) if target.markers
+               else subject_candidates.none())
     for c in quoting.exclude(pk__in=qs.values("pk")).only("pk", "evidence"):
-        kept = [e for e in c.evidence if not _contains_marker(e, target.markers)]
+        kept = [e for e in c.evidence if not _contains_marker(unseal_evidence([e])[0], target.markers)]
         if len(kept) != len(c.evidence):
             Candidate.objects.filter(pk=c.pk).update(evidence=kept)
             touched += 1

@@ -197,3 +197,29 @@ def test_a_sealed_candidate_is_reviewed_merged_and_approved_in_plaintext_but_sto
     assert agent.get(f"/api/v1/memories/{approval.result.record.pk}").json()["text"] == f"Sees Dr {MARKER}"
     hits = tables_containing(MARKER)
     assert hits == [], ", ".join(hits)
+
+
+def test_deleting_a_sealed_record_removes_its_words_from_sealed_evidence_elsewhere(agent, vault):
+    from memory.content import unseal_evidence
+    from memory.deletion.models import DeletionJob
+    from memory.models import Candidate
+    from tests.deletion.helpers import run_job
+
+    said = f"I react badly to {MARKER} nuts"
+    memory_id = agent.post("/api/v1/memories", memory_body(
+        namespace=["user", "medical"], kind="health", fact={"field": "allergy", "value": f"{MARKER} nuts"},
+        text=f"Allergic to {MARKER} nuts",
+        source={"type": "explicit_user_statement", "event_id": "evt_del_1", "text": said})).json()["memory_id"]
+    agent.post("/api/v1/candidates", memory_body(
+        namespace=["user", "medical"], kind="health", fact={"field": "diet", "value": "no nuts"},
+        text="Avoids nuts", source={"type": "model_inferred", "event_id": "evt_del_2", "text": "avoid nuts"},
+        evidence=[{"event_id": "evt_del_1", "text": said}]))
+    quoting = Candidate.objects.get(source_event__external_id="evt_del_2")
+    assert said in [e["text"] for e in unseal_evidence(quoting.evidence)]
+
+    job_id = agent.delete(f"/api/v1/memories/{memory_id}").json()["deletion_id"]
+    assert run_job(job_id) == "completed", DeletionJob.objects.get(pk=job_id).reason
+
+    quoting.refresh_from_db()
+    assert said not in [e["text"] for e in unseal_evidence(quoting.evidence)]
+    assert [e["text"] for e in unseal_evidence(quoting.evidence)] == ["avoid nuts"]
