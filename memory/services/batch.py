@@ -299,8 +299,9 @@ def _store(scope: Scope, fresh: list[_Pending], *, vectors: Future[list[list[flo
     answers = {(r.namespace, r.field): r for r in records if r.status == RecordStatus.ACTIVE}
     for old in retire_candidate_records(tenant_id=scope.tenant_id, subject_id=scope.subject_id, answers=answers,
                                         reason="confirmed record (batch)"):
-        answer = answers[(old.namespace, old.field)]
-        next(p for p in fresh if p.result.record is answer).audit.setdefault("retired_candidates", []).append(old.pk)
+        owner = next(p for p in fresh if p.result.record is answers[(old.namespace, old.field)])
+        assert owner.audit is not None  # every fresh item got its audit data in the loop above
+        owner.audit.setdefault("retired_candidates", []).append(old.pk)
     for p, record, others in conflicts:
         conflict = Conflict.objects.create(tenant_id=scope.tenant_id, subject_id=scope.subject_id,
                                            namespace=p.item.namespace, field=p.item.field)
