@@ -80,7 +80,7 @@ def test_it_exits_1_when_a_metric_misses_the_threshold_of_its_suite_file(transac
 
 
 def test_it_creates_the_cache_table_a_fresh_clone_lacks(transactional_db: Any, tmp_path: Path) -> None:
-    """A clone that ran only `migrate` has no cache table; the deletion fan-out purges that cache."""
+    """The deletion fan-out purges the database cache: a missing cache table is recreated, not a crash."""
     with connection.cursor() as cursor:
         cursor.execute('DROP TABLE IF EXISTS "engram_cache"')
     out = tmp_path / "report.json"

@@ -20,6 +20,8 @@ from typing import Any
 
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 
 FAILED, UNUSABLE = 1, 2  # exit codes: the suite failed / the run could not start
 
@@ -71,8 +73,11 @@ class Command(BaseCommand):
             mode = f"via-api {options['via_api']}"
         else:
             # A fresh clone may not have migrated yet (the evaluation creates its own tenants, but needs
-            # the schema and the cache table the deletion fan-out purges). Idempotent and quick when current.
-            call_command("migrate", interactive=False, verbosity=0)
+            # the schema and the cache table the deletion fan-out purges). Only when something is unapplied:
+            # post_migrate handlers would otherwise run (and lock) on every evaluation.
+            if _unapplied_migrations():
+                call_command("migrate", interactive=False, verbosity=0)
+            call_command("createcachetable", verbosity=0)  # idempotent; also mends a dropped cache table
             realm = InProcessRealm()
             mode = "in-process"
         # The run makes many deliberate 4xx requests and inline tasks; their log lines would bury the table.
@@ -108,3 +113,8 @@ class Command(BaseCommand):
             console.print(f"HTML report: {options['html_path']}")
         if not report.ok and not options["no_fail"]:
             raise CommandError("The evaluation failed: see the failing metrics and cases above.", returncode=FAILED)
+
+
+def _unapplied_migrations() -> bool:
+    executor = MigrationExecutor(connection)
+    return bool(executor.migration_plan(executor.loader.graph.leaf_nodes()))
