@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -26,24 +27,22 @@ def env_bool(name: str, default: bool = False) -> bool:
     raise ImproperlyConfigured(f"{name} must be a boolean (1/0, true/false), got {raw!r}")
 
 
-def env_int(name: str, default: int) -> int:
+def _env_number(name: str, default: float, cast: type, kind: str) -> Any:
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
     try:
-        return int(raw)
+        return cast(raw)
     except ValueError as exc:
-        raise ImproperlyConfigured(f"{name} must be an integer, got {raw!r}") from exc
+        raise ImproperlyConfigured(f"{name} must be {kind}, got {raw!r}") from exc
+
+
+def env_int(name: str, default: int) -> int:
+    return int(_env_number(name, default, int, "an integer"))
 
 
 def env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return float(raw)
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}") from exc
+    return float(_env_number(name, default, float, "a number"))
 
 
 def env_list(name: str, default: list[str]) -> list[str]:

@@ -66,7 +66,7 @@ def seal(memory_class: MemoryClass, fact: dict[str, Any], text: str) -> tuple[di
 
 
 def seal_text(memory_class: MemoryClass, text: str) -> str:
-    """A free text (an event's words) as stored under ``memory_class``; unseal with ``unseal_parts({}, t)``."""
+    """A free text (an event's words) as stored under ``memory_class``; ``unseal_text`` reads it back."""
     if not memory_class.encryption_required or not text or text.startswith(TEXT_PREFIX):
         return text
     return TEXT_PREFIX + encrypt_str(text)
@@ -87,6 +87,11 @@ def unseal_parts(fact: Any, text: str) -> tuple[dict[str, Any], str]:
     return fact, text
 
 
+def unseal_text(text: str) -> str:
+    """The readable form of a free text stored by ``seal_text`` (sealed or not)."""
+    return unseal_parts({}, text)[1]
+
+
 def seal_evidence(memory_class: MemoryClass, evidence: list[Any]) -> list[Any]:
     """A candidate's evidence quotes as stored under ``memory_class`` (each quote's text sealed)."""
     return [{**e, "text": seal_text(memory_class, e["text"])} if isinstance(e, dict) and isinstance(e.get("text"), str)
@@ -95,7 +100,7 @@ def seal_evidence(memory_class: MemoryClass, evidence: list[Any]) -> list[Any]:
 
 def unseal_evidence(evidence: Any) -> list[Any]:
     """The readable evidence quotes of stored evidence (sealed or not)."""
-    return [{**e, "text": unseal_parts({}, e["text"])[1]} if isinstance(e, dict) and isinstance(e.get("text"), str)
+    return [{**e, "text": unseal_text(e["text"])} if isinstance(e, dict) and isinstance(e.get("text"), str)
             else e for e in (evidence if isinstance(evidence, list) else [])]
 
 

@@ -89,7 +89,7 @@ def tenant_procedures(tenant_ids: list[int]) -> QuerySet[Procedure]:
 
 def evidence_for(proposal: ChangeProposal) -> list[dict[str, str]]:
     """The source events' words (the proposer subject's events only), for the reviewer."""
-    from memory.content import unseal_parts
+    from memory.content import unseal_text
     from memory.models import Event
 
     ids = [str(i) for i in proposal.source_event_ids][:50]
@@ -97,7 +97,7 @@ def evidence_for(proposal: ChangeProposal) -> list[dict[str, str]]:
         return []
     events = Event.objects.filter(tenant_id=proposal.tenant_id, subject_id=proposal.proposer_subject_id).filter(
         Q(external_id__in=ids) | Q(pk__in=ids)).order_by("created_at")
-    found = [{"event_id": e.external_id, "text": unseal_parts({}, e.text)[1], "at": e.created_at.isoformat()}
+    found = [{"event_id": e.external_id, "text": unseal_text(e.text), "at": e.created_at.isoformat()}
              for e in events]
     seen = {f["event_id"] for f in found}
     return found + [{"event_id": i, "text": "", "at": ""} for i in ids if i not in seen]

@@ -10,7 +10,7 @@ from typing import Any
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from memory.content import unseal, unseal_candidate, unseal_parts
+from memory.content import unseal, unseal_candidate, unseal_text
 from memory.models import Candidate, Confidence, Conflict, MemoryRecord, Tenant
 from memory.namespaces import under_any_q
 from memory.policy.classes import class_for_namespace
@@ -127,7 +127,7 @@ def conflict_item(conflict: Conflict) -> QueueItem:
         current=[_shown(r, masked) for r in records[:-1]],
         proposed_record=_shown(proposed, masked) if proposed else None,
         evidence=[{"event_id": r.source_event.external_id,
-                   "text": MASK if masked else unseal_parts({}, r.source_event.text)[1],
+                   "text": MASK if masked else unseal_text(r.source_event.text),
                    "at": r.source_event.created_at.isoformat()} for r in records if r.source_event],
     )
 

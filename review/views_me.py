@@ -17,7 +17,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
-from memory.content import unseal, unseal_parts
+from memory.content import unseal, unseal_text
 from memory.deletion.export import export_json
 from memory.deletion.selectors import deletion_for_user, job_payload
 from memory.deletion.services import memory_correct, memory_delete, subject_erase
@@ -79,7 +79,7 @@ def _row(record: MemoryRecord) -> dict[str, Any]:
         "text": text, "status": effective_status(record), "confidence": record.confidence,
         "source_type": record.source_type, "memory_class": record.memory_class.name,
         "event_date": (event.occurred_at or event.created_at) if event else None,
-        "event_text": unseal_parts({}, event.text)[1] if event and owner_may_read else "",
+        "event_text": unseal_text(event.text) if event and owner_may_read else "",
         "created_at": record.created_at, "valid_until": record.valid_until,
     }
 

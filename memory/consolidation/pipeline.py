@@ -21,7 +21,13 @@ from pgvector.django import CosineDistance
 
 from memory.audit import audit
 from memory.consolidation.records import store_candidate_record
-from memory.content import candidate_is_sealed, seal_candidate, seal_evidence, unseal_candidate, unseal_parts
+from memory.content import (
+    candidate_is_sealed,
+    seal_candidate,
+    seal_evidence,
+    unseal_candidate,
+    unseal_text,
+)
 from memory.embedder import get_embedder
 from memory.models import Candidate, Confidence, Event, MemoryClass, MemoryRecord
 from memory.normalise import fact_hash
@@ -93,7 +99,7 @@ def take_snapshot(candidate_id: str) -> Snapshot | None:
     head = _live_head(candidate)
     memory_class = class_for_namespace(tenant_id=candidate.tenant_id, namespace=candidate.namespace)
     embedding = None
-    text = unseal_parts({}, candidate.text)[1]
+    text = unseal_text(candidate.text)
     if memory_class is not None and memory_class.embed and text.strip():
         embedding = get_embedder().embed([_normalise_sentence(text)])[0]
     return Snapshot(candidate_id=candidate.pk, head_id=head.pk if head else None, embedding=embedding)

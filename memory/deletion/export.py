@@ -20,7 +20,7 @@ from django.utils import timezone
 from pgvector.django import VectorField
 
 from api.serializers import record_payload
-from memory.content import unseal_candidate, unseal_parts
+from memory.content import unseal_candidate, unseal_text
 from memory.models import AuditEntry, Candidate, Event, MemoryRecord, Subject
 from memory.scope import Scope
 
@@ -61,7 +61,7 @@ def subject_export(*, scope: Scope) -> dict[str, Any]:
         payload: dict[str, Any] = dict(record_payload(r))
         if r.source_event is not None:
             payload["provenance"] = {"event_id": r.source_event.external_id, "source_type": r.source_event.source_type,
-                                     "text": unseal_parts({}, r.source_event.text)[1],
+                                     "text": unseal_text(r.source_event.text),
                                      "occurred_at": r.source_event.occurred_at,
                                      "recorded_at": r.source_event.created_at}
         out_records.append(payload)
@@ -71,7 +71,7 @@ def subject_export(*, scope: Scope) -> dict[str, Any]:
         candidates.append({"candidate_id": c.id, "namespace": c.namespace.split("/"), "kind": c.kind, "fact": fact,
                            "text": text, "status": c.status, "evidence": evidence,
                            "model_confidence": c.model_confidence, "created_at": c.created_at})
-    events = [{**e, "text": unseal_parts({}, e["text"])[1]} for e in
+    events = [{**e, "text": unseal_text(e["text"])} for e in
               Event.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id).order_by("created_at")
               .values("id", "external_id", "source_type", "text", "occurred_at", "created_at")]
     body: dict[str, Any] = {

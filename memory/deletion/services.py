@@ -28,7 +28,7 @@ from django.utils import timezone
 from django_q.tasks import async_task
 
 from memory.audit import audit
-from memory.content import decrypt_str, encrypt_str, unseal, unseal_candidate, unseal_parts
+from memory.content import decrypt_str, encrypt_str, unseal, unseal_candidate, unseal_parts, unseal_text
 from memory.deletion import registry
 from memory.deletion.models import DeletionJob, DeletionStep
 from memory.errors import Conflict as ConflictError
@@ -95,7 +95,7 @@ def _plan_records(records: list[MemoryRecord]) -> _Plan:
     for r in records:
         fact, text = unseal(r)
         event = events.get(r.source_event_id or "")
-        markers += _markers_of(fact, text, unseal_parts({}, event.text)[1] if event else "")
+        markers += _markers_of(fact, text, unseal_text(event.text) if event else "")
         tombstones.append({"memory_id": r.pk, "namespace": r.namespace, "field": r.field,
                            "content_hash": content_hash_for(r.namespace, r.field, fact.get("value"))
                            if isinstance(fact, dict) else "",
@@ -110,7 +110,7 @@ def _plan_records(records: list[MemoryRecord]) -> _Plan:
                            "content_hash": content_hash_for(c.namespace, c.field, c_fact.get("value")),
                            "event_hashes": [event_hash(event.external_id)] if event else []})
     for e in events.values():
-        e_text = unseal_parts({}, e.text)[1]
+        e_text = unseal_text(e.text)
         markers += [e_text] if len(e_text.strip()) >= MIN_MARKER_CHARS else []
     return _Plan(memory_ids=memory_ids, event_ids=sorted(events), markers=sorted(set(markers)),
                  tombstones=tombstones)
