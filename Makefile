@@ -12,7 +12,7 @@ export TRANSFORMERS_OFFLINE := 1
 # Reinstall whenever pyproject.toml changes.
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: install chromium db run test test-fast lint bench evaluate db-stop clean
+.PHONY: install chromium db run test test-fast lint bench bench-locomo bench-sizes evaluate db-stop clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,13 @@ $(STAMP): pyproject.toml | $(PY)
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-install: $(STAMP)
+# The embedder's ONNX graph, exported offline from the installed weights (memory/embedder_onnx.py).
+ONNX := var/models/.exported-$(shell sha1sum memory/embedder_onnx.py | cut -c1-12)
+$(ONNX): $(STAMP) memory/embedder_onnx.py
+	$(PY) -m memory.embedder_onnx
+	mkdir -p var/models && rm -f var/models/.exported-* && touch $@
+
+install: $(STAMP) $(ONNX)
 
 # Browser tests drive Debian's Chromium; Playwright cannot download browsers here.
 chromium:
@@ -51,6 +57,10 @@ test-fast: install
 
 bench: db
 	$(PY) bench/retrieval.py
+
+# Retrieval quality and latency on LoCoMo through HTTP (reads ../shared/datasets/locomo/; skips if absent).
+bench-locomo: db
+	$(PY) bench/locomo.py $(ARGS)
 
 evaluate: db
 	$(PY) manage.py evaluate
