@@ -42,9 +42,9 @@ DATASET = ROOT.parent / "shared" / "datasets" / "locomo" / "locomo10.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
 BATCH = 200
-STOP = frozenset("a an the and or but if of at by for with about to from in on is are was were be been it its this that "
-           "these those i you he she we they me my your his her our their what which who whom when where why how "
-           "do does did have has had not no so as".split())
+STOP = frozenset("""a an the and or but if of at by for with about to from in on is are was were be been it its this
+that these those i you he she we they me my your his her our their what which who whom when where why how do does
+did have has had not no so as""".split())
 
 
 def parse() -> argparse.Namespace:
@@ -199,8 +199,8 @@ def main() -> None:  # noqa: C901 - a linear script, step by step
         call_command("migrate", verbosity=0)
         call_command("createcachetable", verbosity=0)
     if not ingest and args.reindex:
-        console.print("rebuilding derived data (manage.py reembed --all)")
-        call_command("reembed", all=True)
+        console.print("re-deriving the retrieval index (manage.py reembed)")
+        call_command("reembed")
     keys: dict[str, dict[str, str]] = {}
     for c in conversations:
         tenant = Tenant.objects.filter(slug=slug(c["sample_id"])).first() or tenant_create(slug=slug(c["sample_id"]))
@@ -241,13 +241,13 @@ def main() -> None:  # noqa: C901 - a linear script, step by step
 
 def wait_for_derived(console: Any, MemoryRecord: Any, total: int) -> None:
     """The worker derives embeddings (and the retrieval index) after each batch commits: wait for all of it."""
-    from memory.retrieval import index
+    from memory.retrieval import context
 
     started = time.perf_counter()
     with console.status("waiting for the worker to derive embeddings") as status:
         while True:
             pending = MemoryRecord.objects.filter(tenant__slug__startswith="locomo-", embedding__isnull=True).count()
-            pending += index.pending_count(tenant_slug_prefix="locomo-")
+            pending += context.pending_count(tenant_slug_prefix="locomo-")
             status.update(f"waiting for the worker: {pending} records still to derive ({total} turns)")
             if pending == 0:
                 break

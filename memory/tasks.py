@@ -15,3 +15,10 @@ def consolidate_candidate(candidate_id: str) -> str:
     from memory.consolidation import consolidate
 
     return consolidate(candidate_id)
+
+
+def derive_context(record_ids: list[str]) -> int:
+    """Derive the context windows of episodic records and of their neighbours (retrieval owns the logic)."""
+    from memory.retrieval.context import refresh_context
+
+    return refresh_context(record_ids)

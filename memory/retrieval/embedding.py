@@ -35,12 +35,12 @@ def write_embeddings(pairs: list[tuple[str, list[float]]], *, only_missing: bool
         cursor.execute(
             "UPDATE memory_memoryrecord AS r SET embedding = v.e::vector "
             "FROM unnest(%s::text[], %s::text[]) AS v(id, e) WHERE r.id = v.id AND r.status <> 'deleted'" + missing,
-            [[p[0] for p in pairs], [_literal(p[1]) for p in pairs]],
+            [[p[0] for p in pairs], [vector_literal(p[1]) for p in pairs]],
         )
         return cursor.rowcount
 
 
-def _literal(vector: list[float]) -> str:
+def vector_literal(vector: list[float]) -> str:
     return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
 
 
