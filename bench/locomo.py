@@ -42,9 +42,11 @@ DATASET = ROOT.parent / "shared" / "datasets" / "locomo" / "locomo10.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
 BATCH = 200
-STOP = frozenset("""a an the and or but if of at by for with about to from in on is are was were be been it its this
-that these those i you he she we they me my your his her our their what which who whom when where why how do does
-did have has had not no so as""".split())
+STOP = frozenset({"a", "an", "the", "and", "or", "but", "if", "of", "at", "by", "for", "with", "about", "to",
+                  "from", "in", "on", "is", "are", "was", "were", "be", "been", "it", "its", "this", "that",
+                  "these", "those", "i", "you", "he", "she", "we", "they", "me", "my", "your", "his", "her", "our",
+                  "their", "what", "which", "who", "whom", "when", "where", "why", "how", "do", "does", "did",
+                  "have", "has", "had", "not", "no", "so", "as"})
 
 
 def parse() -> argparse.Namespace:

@@ -20,13 +20,13 @@ few records there are, instead of being stretched to 1 by max-normalisation.
 *Semantic leg: exact cosine similarity over ``e``.* For a record with a context window the similarity is
 OWN_WEIGHT * cos(query, record) + (1 - OWN_WEIGHT) * cos(query, window). Exact, never HNSW under a
 filter: pgvector 0.6 has no iterative index scans and a filtered HNSW scan returns fewer rows than asked
-(STACK_NOTES); the ``+ 0`` keeps any index on the column out of the plan.
+(measured: docs/retrieval.md); the ``+ 0`` keeps any index on the column out of the plan.
 
 *Fusion*: relevance = W_LEXICAL * lexical * gate + W_SEMANTIC * similarity (both absolute, in [0, 1]), the
 gate being min(1, similarity / GATE_SIMILARITY); see ranking.py. The statement returns the best ``pool``
-rows by relevance plus each leg's best ``limit`` (for the log), the scoped records that match but may not be served (``excluded``: superseded, expired,
-deleted, or a candidate of a class that does not serve candidates) and the number of eligible records
-whose embedding is still pending: one round trip.
+rows by relevance plus each leg's best ``limit`` (for the log), the scoped records that match but may not
+be served (``excluded``: superseded, expired, deleted, or a candidate of a class that does not serve
+candidates) and the number of eligible records whose embedding is still pending: one round trip.
 """
 
 from __future__ import annotations
