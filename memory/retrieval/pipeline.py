@@ -243,7 +243,8 @@ def _log_entry(item: Ranked) -> dict[str, Any]:
                              "similarity": None if item.similarity is None else round(item.similarity, 4),
                              "lexical": None if item.lexical is None else round(item.lexical, 4),
                              "relevance": round(item.relevance, 4), "score": round(item.score, 4),
-                             "tokens": item.tokens or None, "selected": item.selected, "reason": item.reason}
+                             "tokens": item.tokens or None, "selected": item.selected, "reason": item.reason,
+                             "authority": item.authority}
     if item.source == MEMORY:
         entry["memory_id"] = item.item_id
         entry["namespace"] = to_list(item.extra["namespace"])
