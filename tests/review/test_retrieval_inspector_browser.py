@@ -8,7 +8,9 @@ import pytest
 
 from memory.services.identity import user_create
 from tests.conftest import login
-from tests.retrieval.conftest import remember, retrieve, sync_tasks  # noqa: F401 - fixtures
+from tests.retrieval.conftest import remember as _remember  # noqa: F401 - the fixture "remember"
+from tests.retrieval.conftest import retrieve
+from tests.retrieval.conftest import sync_tasks as _sync_tasks  # noqa: F401 - the fixture "sync_tasks"
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
