@@ -7,9 +7,7 @@ import pytest
 
 from memory.models import MemoryClass
 from memory.services.identity import user_create
-from tests.retrieval.conftest import remember as _remember  # noqa: F401 - the fixture "remember"
-from tests.retrieval.conftest import retrieve
-from tests.retrieval.conftest import sync_tasks as _sync_tasks  # noqa: F401 - the fixture "sync_tasks"
+from tests.retrieval.conftest import remember, retrieve, sync_tasks  # noqa: F401 - fixtures used below
 
 pytestmark = pytest.mark.django_db
 
@@ -21,7 +19,7 @@ def alice(tenant):
 
 
 @pytest.fixture
-def logged(agent, remember):
+def logged(agent, remember):  # noqa: F811 - the imported fixture
     remember(agent, "Prefers aisle seats on flights", field="seat", value="aisle")
     remember(agent, "Likes hotels with a gym", field="hotel", value="gym")
     body = retrieve(agent, "I like sitting by the corridor on planes", limit=1)
@@ -49,7 +47,7 @@ def test_a_reviewer_sees_every_candidate_with_ranks_scores_and_the_reason(client
     assert detail.context["budget_used"] == kept["tokens"] and detail.context["budget_tokens"] == 400
 
 
-def test_texts_of_classes_reviewers_may_not_read_are_masked(client, rita, agent, remember):
+def test_texts_of_classes_reviewers_may_not_read_are_masked(client, rita, agent, remember):  # noqa: F811 - the imported fixture
     MemoryClass.objects.filter(tenant=agent.tenant, namespace_prefix="user").update(allowed_readers=["agent", "owner"])
     remember(agent, "Sees a therapist on Tuesdays", field="therapy")
     retrieval_id = retrieve(agent, "therapist")["retrieval_id"]

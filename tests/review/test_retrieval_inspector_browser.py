@@ -8,16 +8,14 @@ import pytest
 
 from memory.services.identity import user_create
 from tests.conftest import login
-from tests.retrieval.conftest import remember as _remember  # noqa: F401 - the fixture "remember"
-from tests.retrieval.conftest import retrieve
-from tests.retrieval.conftest import sync_tasks as _sync_tasks  # noqa: F401 - the fixture "sync_tasks"
+from tests.retrieval.conftest import remember, retrieve, sync_tasks  # noqa: F401 - fixtures used below
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "retrieval-inspector.png"
 
 
-def test_a_reviewer_finds_why_a_memory_was_or_was_not_served(live_server, page, agent, remember, tenant,
+def test_a_reviewer_finds_why_a_memory_was_or_was_not_served(live_server, page, agent, remember, tenant,  # noqa: F811 - the imported fixture
                                                              other_tenant):
     user_create(tenant=tenant, username="rita", password="rita-pass-123", reviewer=True)
     user_create(tenant=other_tenant, username="gus", password="gus-pass-123", reviewer=True)
