@@ -49,7 +49,8 @@ def export(path: Path | None = None) -> Path:
     target = path or onnx_path()
     target.parent.mkdir(parents=True, exist_ok=True)
     st = SentenceTransformer(str(model_dir()), device="cpu")
-    bert = st[0].auto_model.eval()
+    bert: Any = st[0].auto_model
+    bert.eval()
 
     class Pooled(torch.nn.Module):
         def __init__(self) -> None:

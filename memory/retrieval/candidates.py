@@ -129,11 +129,6 @@ def _compiled(qs: QuerySet[Any]) -> tuple[list[str], str, tuple[Any, ...]]:
     return columns, sql, params
 
 
-def _retention_columns() -> dict[str, Any]:
-    return {"max_retention_s": _seconds("memory_class__max_retention"),
-            "default_ttl_s": _seconds("memory_class__default_ttl")}
-
-
 def _seconds(field: str) -> Any:
     from django.db.models import Func
 
@@ -229,12 +224,14 @@ def search(scope: Scope, filters: Filters, query: str, vector: list[float], *, p
     """The memory leg of retrieve: one statement (see the module docstring)."""
     e_columns, e_sql, e_params = _compiled(
         eligible(scope, filters)
-        .annotate(embed_class=F("memory_class__embed"), **_retention_columns())
+        .annotate(embed_class=F("memory_class__embed"), max_retention_s=_seconds("memory_class__max_retention"),
+                  default_ttl_s=_seconds("memory_class__default_ttl"))
         .values(*_RECORD_COLUMNS, "search_vector", "embedding", "embed_class", "max_retention_s", "default_ttl_s"))
     x_columns, x_sql, x_params = _compiled(
         _not_servable(scope, filters)
         .annotate(is_expired=ExpressionWrapper(Q(valid_until__lte=Now()), output_field=BooleanField()),
-                  **_retention_columns())
+                  max_retention_s=_seconds("memory_class__max_retention"),
+                  default_ttl_s=_seconds("memory_class__default_ttl"))
         .values("id", "namespace", "kind", "text", "status", "confidence", "search_vector", "embedding",
                 "is_expired", "max_retention_s", "default_ttl_s"))
     sql = _SEARCH_SQL.format(e_columns=", ".join(e_columns), e_sql=e_sql,
