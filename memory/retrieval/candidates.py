@@ -11,8 +11,10 @@ one weak shared word could outrank a strong paraphrase. Here N, the average leng
 document frequency are counted over ``e`` in the same statement: the statistics of exactly what this
 caller may read (no side channel from other subjects or classes), always current, with nothing to
 maintain. Terms are the query's lexemes under the same text-search configuration as the stored vectors
-(stemming, the configuration's stop words). A record's own words count fully; the words of its context
-window (RecordContext: the turns around an episodic record) count at CONTEXT_TERM_WEIGHT. The score is
+(stemming, the configuration's stop words). A term's frequency in a record is its presence (memories are
+short statements; counting occurrences measured no better and cost an unnest of every matching vector):
+1 when the record's own text has it, plus CONTEXT_TERM_WEIGHT when its context window (RecordContext:
+the turns around an episodic record) has it; lengths are distinct lexemes, the window's at the same weight. The score is
 divided by its ceiling for this query, ``(k1 + 1) * sum(idf)``, so it lies in [0, 1] and means "how much
 of the query's information this record carries": a record sharing one common word scores near 0 however
 few records there are, instead of being stretched to 1 by max-normalisation.
@@ -53,6 +55,7 @@ OWN_WEIGHT = 0.3  # of a windowed record's similarity: the rest is the window's
 W_LEXICAL, W_SEMANTIC = 0.6, 0.4
 # Lexical evidence counts fully for a record at least this similar to the query, and proportionally less
 # below: a word shared with a record whose meaning is unrelated is most likely a coincidence ("like").
+# A record whose embedding is still pending has no similarity yet: its lexical evidence counts fully.
 GATE_SIMILARITY = 0.3
 # A query word that no record contains is as informative as the rarest word, but in a handful of records
 # BM25 would give it an IDF barely above a word found in half of them; in the ceiling it counts as in a
@@ -139,53 +142,55 @@ def _seconds(field: str) -> Any:
 _SEARCH_SQL = """
 WITH e ({e_columns}) AS MATERIALIZED ({e_sql}),
 q AS MATERIALIZED (
-    SELECT %s::vector AS v, t.terms,
+    SELECT %s::vector AS v, t.terms, ARRAY(SELECT quote_literal(x)::tsquery FROM unnest(t.terms) x) AS tsqs,
            CASE WHEN cardinality(t.terms) > 0 THEN array_to_string(
                ARRAY(SELECT quote_literal(x) FROM unnest(t.terms) x), ' | ')::tsquery END AS tsq
     FROM (SELECT coalesce(ARRAY(SELECT DISTINCT lexeme FROM unnest(to_tsvector(%s::regconfig, %s))),
                           '{{}}'::text[]) AS terms) t
 ),
 c AS MATERIALIZED (
-    SELECT rc.record_id AS id, rc.terms, rc.embedding FROM retrieval_recordcontext rc JOIN e ON e.id = rc.record_id
+    SELECT rc.record_id AS id, rc.terms, (rc.embedding <=> q.v) + 0 AS distance
+    FROM retrieval_recordcontext rc JOIN e ON e.id = rc.record_id, q
 ),
 doc AS (
     SELECT e.id, length(e.search_vector) + %s * coalesce(length(c.terms), 0) AS dl
     FROM e LEFT JOIN c ON c.id = e.id
 ),
 stats AS (SELECT count(*)::float AS n, greatest(avg(dl), 1) AS avgdl FROM doc),
+matched AS (
+    SELECT e.id, e.search_vector AS own, c.terms AS around
+    FROM e LEFT JOIN c ON c.id = e.id, q
+    WHERE e.search_vector @@ q.tsq OR c.terms @@ q.tsq
+),
 hits AS (
-    SELECT e.id, l.lexeme AS term, coalesce(cardinality(l.positions), 1)::float AS tf
-    FROM e, q, unnest(e.search_vector) l
-    WHERE e.search_vector @@ q.tsq AND l.lexeme = ANY(q.terms)
-    UNION ALL
-    SELECT c.id, l.lexeme, %s * coalesce(cardinality(l.positions), 1)
-    FROM c, q, unnest(c.terms) l
-    WHERE c.terms @@ q.tsq AND l.lexeme = ANY(q.terms)
+    SELECT * FROM (
+        SELECT m.id, t.term, (m.own @@ t.tsq)::int + %s * coalesce((m.around @@ t.tsq)::int, 0) AS tf
+        FROM matched m, q, unnest(q.terms, q.tsqs) t(term, tsq)) h
+    WHERE tf > 0
 ),
 idf AS (
     SELECT t.term, ln(1 + (s.n - coalesce(d.df, 0) + 0.5) / (coalesce(d.df, 0) + 0.5)) AS idf,
            CASE WHEN d.df IS NULL THEN ln(1 + (greatest(s.n, %s) + 0.5) / 0.5) END AS unseen_idf
     FROM q, unnest(q.terms) t(term)
-    LEFT JOIN (SELECT term, count(DISTINCT id)::float AS df FROM hits GROUP BY term) d ON d.term = t.term,
+    LEFT JOIN (SELECT term, count(*)::float AS df FROM hits GROUP BY term) d ON d.term = t.term,
     stats s
 ),
 ceiling AS (SELECT (%s + 1) * sum(coalesce(unseen_idf, idf)) AS top FROM idf),
 lex AS (
     SELECT h.id, sum(i.idf * h.tf * (%s + 1) / (h.tf + %s * (1 - %s + %s * doc.dl / s.avgdl)))
                  / nullif(max(ceiling.top), 0) AS lexical
-    FROM (SELECT id, term, sum(tf) AS tf FROM hits GROUP BY id, term) h
-    JOIN idf i ON i.term = h.term JOIN doc ON doc.id = h.id, stats s, ceiling
+    FROM hits h JOIN idf i ON i.term = h.term JOIN doc ON doc.id = h.id, stats s, ceiling
     GROUP BY h.id
 ),
 scored AS (
     SELECT e.id, lex.lexical,
-           CASE WHEN c.embedding IS NULL THEN 1 - ((e.embedding <=> q.v) + 0)
-                ELSE %s * (1 - ((e.embedding <=> q.v) + 0)) + (1 - %s) * (1 - ((c.embedding <=> q.v) + 0))
+           CASE WHEN c.distance IS NULL THEN 1 - e.own_distance
+                ELSE %s * (1 - e.own_distance) + (1 - %s) * (1 - c.distance)
            END AS similarity
     FROM e CROSS JOIN q LEFT JOIN lex ON lex.id = e.id LEFT JOIN c ON c.id = e.id
 ),
 fused AS (
-    SELECT *, %s * coalesce(lexical, 0) * least(greatest(coalesce(similarity, 0), 0) / %s, 1)
+    SELECT *, %s * coalesce(lexical, 0) * coalesce(least(greatest(similarity, 0) / %s, 1), 1)
               + %s * greatest(coalesce(similarity, 0), 0) AS relevance FROM scored
 ),
 ranked AS (
@@ -200,7 +205,7 @@ ranked AS (
 x ({x_columns}) AS ({x_sql})
 SELECT
     (SELECT coalesce(json_agg(json_build_object(
-        'row', to_jsonb(e) - 'search_vector' - 'embedding' - 'embed_class',
+        'row', json_build_object({row_object}),
         'lexical', r.lexical, 'similarity', r.similarity, 'relevance', r.relevance,
         'lexical_rank', r.lexical_rank, 'semantic_rank', r.semantic_rank,
         'in_conflict', EXISTS (SELECT 1 FROM memory_conflict_records cr
@@ -215,7 +220,7 @@ SELECT
         FROM x, q
         WHERE (x.embedding IS NOT NULL AND (x.embedding <=> q.v) < %s) OR x.search_vector @@ q.tsq
         ORDER BY (x.embedding <=> q.v) NULLS LAST, x.id LIMIT %s) m),
-    (SELECT count(*) FROM e WHERE e.embedding IS NULL AND e.embed_class)
+    (SELECT count(*) FROM e WHERE e.own_distance IS NULL AND e.embed_class)
 """
 
 
@@ -225,8 +230,11 @@ def search(scope: Scope, filters: Filters, query: str, vector: list[float], *, p
     e_columns, e_sql, e_params = _compiled(
         eligible(scope, filters)
         .annotate(embed_class=F("memory_class__embed"), max_retention_s=_seconds("memory_class__max_retention"),
-                  default_ttl_s=_seconds("memory_class__default_ttl"))
-        .values(*_RECORD_COLUMNS, "search_vector", "embedding", "embed_class", "max_retention_s", "default_ttl_s"))
+                  default_ttl_s=_seconds("memory_class__default_ttl"),
+                  # Computed while the rows are read: the vectors themselves never leave the scan.
+                  own_distance=CosineDistance("embedding", vector) + Value(0.0, output_field=FloatField()))
+        .values(*_RECORD_COLUMNS, "search_vector", "embed_class", "max_retention_s", "default_ttl_s",
+                "own_distance"))
     x_columns, x_sql, x_params = _compiled(
         _not_servable(scope, filters)
         .annotate(is_expired=ExpressionWrapper(Q(valid_until__lte=Now()), output_field=BooleanField()),
@@ -234,7 +242,9 @@ def search(scope: Scope, filters: Filters, query: str, vector: list[float], *, p
                   default_ttl_s=_seconds("memory_class__default_ttl"))
         .values("id", "namespace", "kind", "text", "status", "confidence", "search_vector", "embedding",
                 "is_expired", "max_retention_s", "default_ttl_s"))
-    sql = _SEARCH_SQL.format(e_columns=", ".join(e_columns), e_sql=e_sql,
+    # The packet's columns only: the vectors stay in the database.
+    row_object = ", ".join(f"'{name}', e.{name}" for name in (*_RECORD_COLUMNS, "max_retention_s", "default_ttl_s"))
+    sql = _SEARCH_SQL.format(e_columns=", ".join(e_columns), e_sql=e_sql, row_object=row_object,
                              x_columns=", ".join(x_columns), x_sql=x_sql)
     params = [*e_params, vector_literal(vector), TEXT_SEARCH_CONFIG, query, CONTEXT_TERM_WEIGHT, CONTEXT_TERM_WEIGHT,
               UNSEEN_TERM_MIN_CORPUS, K1, K1, K1, B, B, OWN_WEIGHT, OWN_WEIGHT, W_LEXICAL, GATE_SIMILARITY,

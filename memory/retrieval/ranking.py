@@ -1,7 +1,7 @@
 """Fusion and reranking: relevance from both legs' absolute scores, then authority, confidence and recency.
 
     relevance = W_LEXICAL * lexical * gate + W_SEMANTIC * max(similarity, 0)    (in [0, 1])
-    gate      = min(1, max(similarity, 0) / GATE_SIMILARITY)
+    gate      = min(1, max(similarity, 0) / GATE_SIMILARITY), or 1 while the similarity is unknown
     score     = 0.75 * relevance + 0.10 * authority + 0.10 * confidence + 0.05 * recency
 
 ``lexical`` is BM25 divided by its ceiling for the query (candidates.py): the share of the query's
@@ -77,7 +77,9 @@ def lexical_share(item: Ranked) -> float:
 
 def relevance(item: Ranked) -> float:
     similarity = max(item.similarity or 0.0, 0.0)
-    return W_LEXICAL * lexical_share(item) * min(1.0, similarity / GATE_SIMILARITY) + W_SEMANTIC * similarity
+    # No similarity known (embedding pending, or a lexical-only source): nothing to gate the words by.
+    gate = 1.0 if item.similarity is None else min(1.0, similarity / GATE_SIMILARITY)
+    return W_LEXICAL * lexical_share(item) * gate + W_SEMANTIC * similarity
 
 
 def authority_weight(source_type: str) -> float:
