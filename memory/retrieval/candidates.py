@@ -36,6 +36,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,13 +141,17 @@ def _seconds(field: str) -> Any:
 
 
 _SEARCH_SQL = """
-WITH e ({e_columns}) AS MATERIALIZED ({e_sql}),
-q AS MATERIALIZED (
+WITH q AS MATERIALIZED (
     SELECT %s::vector AS v, t.terms, ARRAY(SELECT quote_literal(x)::tsquery FROM unnest(t.terms) x) AS tsqs,
            CASE WHEN cardinality(t.terms) > 0 THEN array_to_string(
                ARRAY(SELECT quote_literal(x) FROM unnest(t.terms) x), ' | ')::tsquery END AS tsq
     FROM (SELECT coalesce(ARRAY(SELECT DISTINCT lexeme FROM unnest(to_tsvector(%s::regconfig, %s))),
                           '{{}}'::text[]) AS terms) t
+),
+eligible ({e_columns}) AS NOT MATERIALIZED ({e_sql}),
+e AS MATERIALIZED (
+    -- The distance is computed while the scoped rows are read: the vectors never leave the scan.
+    SELECT {e_kept}, (eligible.embedding <=> q.v) + 0 AS own_distance FROM eligible, q
 ),
 c AS MATERIALIZED (
     SELECT rc.record_id AS id, rc.terms, (rc.embedding <=> q.v) + 0 AS distance
@@ -224,17 +229,27 @@ SELECT
 """
 
 
-def search(scope: Scope, filters: Filters, query: str, vector: list[float], *, pool: int, limit: int,
-           max_distance: float) -> SearchResult:
-    """The memory leg of retrieve: one statement (see the module docstring)."""
+_SPLIT = object()  # between the eligible and the excluded CTE's parameters
+_E_COLUMNS = (*_RECORD_COLUMNS, "search_vector", "embed_class", "max_retention_s", "default_ttl_s")
+
+
+_STATEMENTS: OrderedDict[str, tuple[str, tuple[Any, ...]]] = OrderedDict()
+_STATEMENTS_KEPT = 1024
+
+
+def _compiled_statement(scope: Scope, filters: Filters) -> tuple[str, tuple[Any, ...]]:
+    """The statement for one scope and set of filters, compiled once per process (a small LRU): the ORM builds the
+    same SQL for the same scope and filters, and compiling two querysets cost more than running them on small
+    scopes. The key is the full repr of both, so any field that could change the SQL changes the key."""
+    key = repr((scope, filters))
+    if key in _STATEMENTS:
+        _STATEMENTS.move_to_end(key)
+        return _STATEMENTS[key]
     e_columns, e_sql, e_params = _compiled(
         eligible(scope, filters)
         .annotate(embed_class=F("memory_class__embed"), max_retention_s=_seconds("memory_class__max_retention"),
-                  default_ttl_s=_seconds("memory_class__default_ttl"),
-                  # Computed while the rows are read: the vectors themselves never leave the scan.
-                  own_distance=CosineDistance("embedding", vector) + Value(0.0, output_field=FloatField()))
-        .values(*_RECORD_COLUMNS, "search_vector", "embed_class", "max_retention_s", "default_ttl_s",
-                "own_distance"))
+                  default_ttl_s=_seconds("memory_class__default_ttl"))
+        .values(*_RECORD_COLUMNS, "search_vector", "embedding", "embed_class", "max_retention_s", "default_ttl_s"))
     x_columns, x_sql, x_params = _compiled(
         _not_servable(scope, filters)
         .annotate(is_expired=ExpressionWrapper(Q(valid_until__lte=Now()), output_field=BooleanField()),
@@ -244,9 +259,22 @@ def search(scope: Scope, filters: Filters, query: str, vector: list[float], *, p
                 "is_expired", "max_retention_s", "default_ttl_s"))
     # The packet's columns only: the vectors stay in the database.
     row_object = ", ".join(f"'{name}', e.{name}" for name in (*_RECORD_COLUMNS, "max_retention_s", "default_ttl_s"))
-    sql = _SEARCH_SQL.format(e_columns=", ".join(e_columns), e_sql=e_sql, row_object=row_object,
+    sql = _SEARCH_SQL.format(e_columns=", ".join(e_columns), e_sql=e_sql,
+                             e_kept=", ".join(f"eligible.{c}" for c in _E_COLUMNS), row_object=row_object,
                              x_columns=", ".join(x_columns), x_sql=x_sql)
-    params = [*e_params, vector_literal(vector), TEXT_SEARCH_CONFIG, query, CONTEXT_TERM_WEIGHT, CONTEXT_TERM_WEIGHT,
+    _STATEMENTS[key] = (sql, (*e_params, _SPLIT, *x_params))
+    while len(_STATEMENTS) > _STATEMENTS_KEPT:
+        _STATEMENTS.popitem(last=False)
+    return _STATEMENTS[key]
+
+
+def search(scope: Scope, filters: Filters, query: str, vector: list[float], *, pool: int, limit: int,
+           max_distance: float) -> SearchResult:
+    """The memory leg of retrieve: one statement (see the module docstring)."""
+    sql, compiled_params = _compiled_statement(scope, filters)
+    split = compiled_params.index(_SPLIT)
+    e_params, x_params = compiled_params[:split], compiled_params[split + 1:]
+    params = [vector_literal(vector), TEXT_SEARCH_CONFIG, query, *e_params, CONTEXT_TERM_WEIGHT, CONTEXT_TERM_WEIGHT,
               UNSEEN_TERM_MIN_CORPUS, K1, K1, K1, B, B, OWN_WEIGHT, OWN_WEIGHT, W_LEXICAL, GATE_SIMILARITY,
               W_SEMANTIC, *x_params, pool, limit, limit, max_distance, pool]
     with connection.cursor() as cursor:

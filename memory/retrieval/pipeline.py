@@ -186,12 +186,12 @@ def memory_retrieve(*, scope: Scope, request: RetrieveRequest) -> RetrieveResult
     timings["total"] = _ms(started)
     retention += [i.extra["retention"] for i in items if i.extra.get("retention")]
     budget = {"limit": request.budget_tokens, "used": used}
-    log_row = retrieval_log_record(
+    log_id = retrieval_log_record(
         scope=scope, query=request.query, request=_request_json(request),
         candidates=log + [_log_entry(i) for i in items], budget=budget, dropped=dropped, timings=timings,
         retention=dt.timedelta(seconds=min(retention)) if retention else None,
     )
-    return RetrieveResult(retrieval_id=log_row.pk, packets=packets, budget=budget, dropped=dropped)
+    return RetrieveResult(retrieval_id=log_id, packets=packets, budget=budget, dropped=dropped)
 
 
 def _select(items: list[Ranked], request: RetrieveRequest, embedder: Any,

@@ -89,7 +89,7 @@ def test_both_legs_read_one_cte_that_carries_every_scope_and_validity_predicate_
     statements = [q["sql"] for q in captured if "retrieval_recordcontext" in q["sql"]]
     assert len(statements) == 1  # both legs, fusion and the explanations: one statement
     sql = statements[0]
-    eligible = sql.split(" AS MATERIALIZED (", 1)[1].split("),\nq AS MATERIALIZED", 1)[0]
+    eligible = sql.split(" AS NOT MATERIALIZED (", 1)[1].split("),\ne AS MATERIALIZED", 1)[0]
     where = eligible.split(" WHERE ", 1)[1]
     assert f'"memory_memoryrecord"."tenant_id" = {agent.tenant.pk}' in where
     assert f'"memory_memoryrecord"."subject_id" = {scope.subject_id}' in where
@@ -99,10 +99,11 @@ def test_both_legs_read_one_cte_that_carries_every_scope_and_validity_predicate_
     assert '"memory_memoryrecord"."confidence" = \'confirmed\'' in where
     assert "LIKE 'user/%'" in where and "\"kind\" IN ('preference')" in where  # the task filters
     # Each leg scores rows of the scoped CTE and of nothing else: no other read of the records table.
-    rest = sql.split("),\nq AS MATERIALIZED", 1)[1].split("\nx (", 1)[0]
+    rest = sql.split("),\ne AS MATERIALIZED", 1)[1].split("\nx (", 1)[0]
     assert "memory_memoryrecord" not in rest
     assert "FROM e LEFT JOIN c ON c.id = e.id, q" in rest and "@@ q.tsq" in rest  # the lexical leg
-    assert "FROM e CROSS JOIN q" in rest and "<=>" in rest  # the vector leg
+    assert "(eligible.embedding <=> q.v) + 0 AS own_distance FROM eligible, q" in rest  # the vector leg
+    assert "FROM e CROSS JOIN q" in rest
 
 
 def test_the_vector_leg_is_an_exact_scan_even_with_an_hnsw_index_present(crowd):
