@@ -218,7 +218,10 @@ SELECT
                                WHERE cr.memoryrecord_id = r.id AND cf.status = 'open'))
         ORDER BY r.fused_rank), '[]')
      FROM ranked r JOIN e ON e.id = r.id
-     WHERE r.fused_rank <= %s OR r.lexical_rank <= %s OR r.semantic_rank <= %s),
+     -- found by at least one leg: a record with neither words nor a vector (sealed, or pending with no
+     -- shared word) is no candidate, and its text never reaches the log
+     WHERE (r.lexical IS NOT NULL OR r.similarity IS NOT NULL)
+       AND (r.fused_rank <= %s OR r.lexical_rank <= %s OR r.semantic_rank <= %s)),
     (SELECT coalesce(json_agg(to_jsonb(m) ORDER BY m.near NULLS LAST, m.id), '[]') FROM (
         SELECT x.id, x.namespace, x.kind, x.text, x.status, x.confidence, x.is_expired,
                x.max_retention_s, x.default_ttl_s, (x.embedding <=> q.v) AS near
