@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from retrieval import http_call, load_average, pct, reset_database  # noqa: E402
+from retrieval import http_call, load_average, open_database, pct, reset_database, wait_for_health  # noqa: E402
 
 DATASET = ROOT.parent / "shared" / "datasets" / "locomo" / "locomo10.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -161,30 +161,15 @@ def main() -> None:  # noqa: C901 - a linear script, step by step
         print(f"LoCoMo is not available at {args.dataset}: skipping the benchmark. (It is read from "
               "../shared/datasets/locomo/locomo10.json beside the checkout and never copied into the repository.)")
         return
-    os.environ["ENGRAM_DB_NAME"] = args.database
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from rich.console import Console
     from rich.table import Table
 
     console = Console(width=120)
     conversations = load_conversations(args.dataset, args.conversations)
     total_turns = sum(len(c["turns"]) for c in conversations)
-    if not args.reuse:
-        console.print(f"[bold]Resetting database {args.database}[/]")
-        reset_database(args.database)
-    else:
-        from config.embedded_db import ensure_server
-
-        ensure_server(ROOT, database=args.database)
-    import django
-
-    django.setup()
+    open_database(args.database, reuse=args.reuse, console=console)
     from django.core.management import call_command
 
-    call_command("migrate", verbosity=0)
-    call_command("createcachetable", verbosity=0)
     from memory.models import MemoryRecord, Tenant
     from memory.retrieval.models import RetrievalLog
     from memory.services.identity import agent_key_create, principal_token_mint, tenant_create
@@ -214,12 +199,7 @@ def main() -> None:  # noqa: C901 - a linear script, step by step
     server = subprocess.Popen([sys.executable, "manage.py", "serve", "--port", str(args.port)], cwd=ROOT, env=env,
                               stdout=subprocess.DEVNULL, start_new_session=True)
     try:
-        for _ in range(200):
-            try:
-                if http_call(args.port, "GET", "/api/v1/health", {})[0] == 200:
-                    break
-            except OSError:
-                time.sleep(0.3)
+        wait_for_health(args.port)
         ingest_seconds = None
         if ingest:
             started = time.perf_counter()

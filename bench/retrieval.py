@@ -126,6 +126,28 @@ def reset_database(name: str) -> None:
         conn.execute(f'CREATE DATABASE "{name}"')
 
 
+def open_database(name: str, *, reuse: bool, console: Any) -> None:
+    """Point Django at the benchmark's own database (fresh unless ``reuse``), set it up and migrate it."""
+    os.environ["ENGRAM_DB_NAME"] = name
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    if reuse:
+        from config.embedded_db import ensure_server
+
+        ensure_server(ROOT, database=name)
+    else:
+        console.print(f"[bold]Resetting database {name}[/]")
+        reset_database(name)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    call_command("createcachetable", verbosity=0)
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
@@ -493,13 +515,17 @@ def start_server(args: Any) -> subprocess.Popen[bytes]:
     server = subprocess.Popen([sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind",
                                f"127.0.0.1:{args.port}", "--workers", "2", "--timeout", "300",
                                "--log-level", "warning"], cwd=ROOT, env=env)
+    wait_for_health(args.port)
+    return server
+
+
+def wait_for_health(port: int) -> None:
     for _ in range(200):
         try:
-            if http_call(args.port, "GET", "/api/v1/health", {})[0] == 200:
-                break
+            if http_call(port, "GET", "/api/v1/health", {})[0] == 200:
+                return
         except OSError:
             time.sleep(0.3)
-    return server
 
 
 def load_average() -> str:
@@ -547,25 +573,14 @@ def sizes_profile(args: argparse.Namespace) -> None:  # noqa: C901 - a linear sc
     """One subject per size (default 1k, 10k, 100k records of the memory profile's generator), loaded with COPY;
     then, per subject, ``--queries`` retrieves through HTTP (limit 10, budget 4000, one client) and at the selector,
     with the server's own stage timings from the retrieval logs."""
-    os.environ["ENGRAM_DB_NAME"] = args.database
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     from rich.console import Console
     from rich.table import Table
 
     console = Console(width=130)
     sizes = [int(x) for x in args.sizes.split(",")]
-    if not args.reuse:
-        console.print(f"[bold]Resetting database {args.database}[/]")
-        reset_database(args.database)
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-    from django.db import connection
-
-    call_command("migrate", verbosity=0)
-    call_command("createcachetable", verbosity=0)
+    open_database(args.database, reuse=args.reuse, console=console)
     import numpy as np
+    from django.db import connection
     from pgvector.psycopg import register_vector
     from psycopg.types.json import Jsonb
 
