@@ -194,34 +194,44 @@ scored AS (
            END AS similarity
     FROM e CROSS JOIN q LEFT JOIN lex ON lex.id = e.id LEFT JOIN c ON c.id = e.id
 ),
-fused AS (
-    SELECT *, %s * coalesce(lexical, 0) * coalesce(least(greatest(similarity, 0) / %s, 1), 1)
-              + %s * greatest(coalesce(similarity, 0), 0) AS relevance FROM scored
+fused AS MATERIALIZED (
+    SELECT id, lexical, similarity,
+           %s * coalesce(lexical, 0) * coalesce(least(greatest(similarity, 0) / %s, 1), 1)
+           + %s * greatest(coalesce(similarity, 0), 0) AS relevance
+    FROM scored WHERE lexical IS NOT NULL OR similarity IS NOT NULL  -- found by at least one leg
 ),
-ranked AS (
-    SELECT *,
-           row_number() OVER (ORDER BY relevance DESC, id) AS fused_rank,
-           CASE WHEN lexical IS NOT NULL THEN row_number() OVER (ORDER BY lexical DESC NULLS LAST, id) END
-               AS lexical_rank,
-           CASE WHEN similarity IS NOT NULL THEN row_number() OVER (ORDER BY similarity DESC NULLS LAST, id) END
-               AS semantic_rank
-    FROM fused
+-- Each ordering keeps its best `pool` rows only (a top-N heap, not a sort of the whole scope).
+by_fused AS (
+    SELECT id, row_number() OVER (ORDER BY relevance DESC, id) AS fused_rank
+    FROM (SELECT id, relevance FROM fused ORDER BY relevance DESC, id LIMIT %s) t
+),
+by_lexical AS (
+    SELECT id, row_number() OVER (ORDER BY lexical DESC, id) AS lexical_rank
+    FROM (SELECT id, lexical FROM fused WHERE lexical IS NOT NULL ORDER BY lexical DESC, id LIMIT %s) t
+),
+by_semantic AS (
+    SELECT id, row_number() OVER (ORDER BY similarity DESC, id) AS semantic_rank
+    FROM (SELECT id, similarity FROM fused WHERE similarity IS NOT NULL ORDER BY similarity DESC, id LIMIT %s) t
+),
+picked AS (
+    SELECT id FROM by_fused
+    UNION SELECT id FROM by_lexical WHERE lexical_rank <= %s
+    UNION SELECT id FROM by_semantic WHERE semantic_rank <= %s
 ),
 x ({x_columns}) AS ({x_sql})
 SELECT
     (SELECT coalesce(json_agg(json_build_object(
         'row', json_build_object({row_object}),
-        'lexical', r.lexical, 'similarity', r.similarity, 'relevance', r.relevance,
-        'lexical_rank', r.lexical_rank, 'semantic_rank', r.semantic_rank,
+        'lexical', f.lexical, 'similarity', f.similarity, 'relevance', f.relevance,
+        'lexical_rank', bl.lexical_rank, 'semantic_rank', bs.semantic_rank,
         'in_conflict', EXISTS (SELECT 1 FROM memory_conflict_records cr
                                JOIN memory_conflict cf ON cf.id = cr.conflict_id
-                               WHERE cr.memoryrecord_id = r.id AND cf.status = 'open'))
-        ORDER BY r.fused_rank), '[]')
-     FROM ranked r JOIN e ON e.id = r.id
-     -- found by at least one leg: a record with neither words nor a vector (sealed, or pending with no
-     -- shared word) is no candidate, and its text never reaches the log
-     WHERE (r.lexical IS NOT NULL OR r.similarity IS NOT NULL)
-       AND (r.fused_rank <= %s OR r.lexical_rank <= %s OR r.semantic_rank <= %s)),
+                               WHERE cr.memoryrecord_id = f.id AND cf.status = 'open'))
+        ORDER BY bf.fused_rank NULLS LAST, f.relevance DESC, f.id), '[]')
+     -- the packet's columns are read back for the picked rows only, through the same scoped CTE
+     FROM picked p JOIN fused f ON f.id = p.id JOIN eligible el ON el.id = p.id
+     LEFT JOIN by_fused bf ON bf.id = p.id LEFT JOIN by_lexical bl ON bl.id = p.id
+     LEFT JOIN by_semantic bs ON bs.id = p.id),
     (SELECT coalesce(json_agg(to_jsonb(m) ORDER BY m.near NULLS LAST, m.id), '[]') FROM (
         SELECT x.id, x.namespace, x.kind, x.text, x.status, x.confidence, x.is_expired,
                x.max_retention_s, x.default_ttl_s, (x.embedding <=> q.v) AS near
@@ -233,7 +243,7 @@ SELECT
 
 
 _SPLIT = object()  # between the eligible and the excluded CTE's parameters
-_E_COLUMNS = (*_RECORD_COLUMNS, "search_vector", "embed_class", "max_retention_s", "default_ttl_s")
+_E_COLUMNS = ("id", "search_vector", "embed_class")  # what the legs read; the rest is read back for the picked rows
 
 
 _STATEMENTS: OrderedDict[str, tuple[str, tuple[Any, ...]]] = OrderedDict()
@@ -261,7 +271,7 @@ def _compiled_statement(scope: Scope, filters: Filters) -> tuple[str, tuple[Any,
         .values("id", "namespace", "kind", "text", "status", "confidence", "search_vector", "embedding",
                 "is_expired", "max_retention_s", "default_ttl_s"))
     # The packet's columns only: the vectors stay in the database.
-    row_object = ", ".join(f"'{name}', e.{name}" for name in (*_RECORD_COLUMNS, "max_retention_s", "default_ttl_s"))
+    row_object = ", ".join(f"'{name}', el.{name}" for name in (*_RECORD_COLUMNS, "max_retention_s", "default_ttl_s"))
     sql = _SEARCH_SQL.format(e_columns=", ".join(e_columns), e_sql=e_sql,
                              e_kept=", ".join(f"eligible.{c}" for c in _E_COLUMNS), row_object=row_object,
                              x_columns=", ".join(x_columns), x_sql=x_sql)
@@ -279,7 +289,7 @@ def search(scope: Scope, filters: Filters, query: str, vector: list[float], *, p
     e_params, x_params = compiled_params[:split], compiled_params[split + 1:]
     params = [vector_literal(vector), TEXT_SEARCH_CONFIG, query, *e_params, CONTEXT_TERM_WEIGHT, CONTEXT_TERM_WEIGHT,
               UNSEEN_TERM_MIN_CORPUS, K1, K1, K1, B, B, OWN_WEIGHT, OWN_WEIGHT, W_LEXICAL, GATE_SIMILARITY,
-              W_SEMANTIC, *x_params, pool, limit, limit, max_distance, pool]
+              W_SEMANTIC, pool, pool, pool, limit, limit, *x_params, max_distance, pool]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         found, excluded, pending = cursor.fetchone()
