@@ -150,26 +150,33 @@ WITH q AS MATERIALIZED (
 ),
 eligible ({e_columns}) AS NOT MATERIALIZED ({e_sql}),
 e AS MATERIALIZED (
-    -- The distance is computed while the scoped rows are read: the vectors never leave the scan.
-    SELECT {e_kept}, (eligible.embedding <=> q.v) + 0 AS own_distance FROM eligible, q
+    -- Distance, length and whether any query word occurs are computed while the scoped rows are read:
+    -- the vectors never leave the scan, and only matching rows keep their text vector.
+    SELECT {e_kept}, (eligible.embedding <=> q.v) + 0 AS own_distance,
+           length(eligible.search_vector) AS own_len,
+           CASE WHEN eligible.search_vector @@ q.tsq THEN eligible.search_vector END AS own_match
+    FROM eligible, q
 ),
 c AS MATERIALIZED (
-    SELECT rc.record_id AS id, rc.terms, (rc.embedding <=> q.v) + 0 AS distance
+    SELECT rc.record_id AS id, length(rc.terms) AS len, (rc.embedding <=> q.v) + 0 AS distance,
+           CASE WHEN rc.terms @@ q.tsq THEN rc.terms END AS around_match
     FROM retrieval_recordcontext rc JOIN e ON e.id = rc.record_id, q
 ),
-doc AS (
-    SELECT e.id, length(e.search_vector) + %s * coalesce(length(c.terms), 0) AS dl
-    FROM e LEFT JOIN c ON c.id = e.id
+stats AS (
+    SELECT count(*)::float AS n,
+           greatest((coalesce(sum(own_len), 0) + %s * (SELECT coalesce(sum(len), 0) FROM c)) / greatest(count(*), 1),
+                    1) AS avgdl
+    FROM e
 ),
-stats AS (SELECT count(*)::float AS n, greatest(avg(dl), 1) AS avgdl FROM doc),
 matched AS (
-    SELECT e.id, e.search_vector AS own, c.terms AS around
-    FROM e LEFT JOIN c ON c.id = e.id, q
-    WHERE e.search_vector @@ q.tsq OR c.terms @@ q.tsq
+    SELECT e.id, e.own_match AS own, c.around_match AS around,
+           coalesce(e.own_len, 0) + %s * coalesce(c.len, 0) AS dl
+    FROM e LEFT JOIN c ON c.id = e.id
+    WHERE e.own_match IS NOT NULL OR c.around_match IS NOT NULL
 ),
 hits AS (
     SELECT * FROM (
-        SELECT m.id, t.term, (m.own @@ t.tsq)::int + %s * coalesce((m.around @@ t.tsq)::int, 0) AS tf
+        SELECT m.id, m.dl, t.term, (m.own @@ t.tsq)::int + %s * coalesce((m.around @@ t.tsq)::int, 0) AS tf
         FROM matched m, q, unnest(q.terms, q.tsqs) t(term, tsq)) h
     WHERE tf > 0
 ),
@@ -182,9 +189,9 @@ idf AS (
 ),
 ceiling AS (SELECT (%s + 1) * sum(coalesce(unseen_idf, idf)) AS top FROM idf),
 lex AS (
-    SELECT h.id, sum(i.idf * h.tf * (%s + 1) / (h.tf + %s * (1 - %s + %s * doc.dl / s.avgdl)))
+    SELECT h.id, sum(i.idf * h.tf * (%s + 1) / (h.tf + %s * (1 - %s + %s * h.dl / s.avgdl)))
                  / nullif(max(ceiling.top), 0) AS lexical
-    FROM hits h JOIN idf i ON i.term = h.term JOIN doc ON doc.id = h.id, stats s, ceiling
+    FROM hits h JOIN idf i ON i.term = h.term, stats s, ceiling
     GROUP BY h.id
 ),
 scored AS (
@@ -243,7 +250,7 @@ SELECT
 
 
 _SPLIT = object()  # between the eligible and the excluded CTE's parameters
-_E_COLUMNS = ("id", "search_vector", "embed_class")  # what the legs read; the rest is read back for the picked rows
+_E_COLUMNS = ("id", "embed_class")  # what the legs read; the rest is read back for the picked rows
 
 
 _STATEMENTS: OrderedDict[str, tuple[str, tuple[Any, ...]]] = OrderedDict()
@@ -288,6 +295,7 @@ def search(scope: Scope, filters: Filters, query: str, vector: list[float], *, p
     split = compiled_params.index(_SPLIT)
     e_params, x_params = compiled_params[:split], compiled_params[split + 1:]
     params = [vector_literal(vector), TEXT_SEARCH_CONFIG, query, *e_params, CONTEXT_TERM_WEIGHT, CONTEXT_TERM_WEIGHT,
+              CONTEXT_TERM_WEIGHT,
               UNSEEN_TERM_MIN_CORPUS, K1, K1, K1, B, B, OWN_WEIGHT, OWN_WEIGHT, W_LEXICAL, GATE_SIMILARITY,
               W_SEMANTIC, pool, pool, pool, limit, limit, *x_params, max_distance, pool]
     with connection.cursor() as cursor:

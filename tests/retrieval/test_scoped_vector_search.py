@@ -101,8 +101,8 @@ def test_both_legs_read_one_cte_that_carries_every_scope_and_validity_predicate_
     # Each leg scores rows of the scoped CTE and of nothing else: no other read of the records table.
     rest = sql.split("),\ne AS MATERIALIZED", 1)[1].split("\nx (", 1)[0]
     assert "memory_memoryrecord" not in rest
-    assert "FROM e LEFT JOIN c ON c.id = e.id, q" in rest and "@@ q.tsq" in rest  # the lexical leg
-    assert "(eligible.embedding <=> q.v) + 0 AS own_distance FROM eligible, q" in rest  # the vector leg
+    assert "eligible.search_vector @@ q.tsq" in rest and "FROM matched m, q" in rest  # the lexical leg
+    assert "(eligible.embedding <=> q.v) + 0 AS own_distance" in rest and "FROM eligible, q" in rest  # vector leg
     assert "FROM e CROSS JOIN q" in rest
 
 
