@@ -129,6 +129,8 @@ def _acted(request: HttpRequest, subject: Subject, scope: Scope, memory_id: str,
     message and back to the list the person was on."""
     if request.htmx:  # type: ignore[attr-defined]
         row = my_row(scope=scope, memory_id=memory_id)
+        if row is None:
+            raise Http404("No such memory.")
         return render(request, "review/me/_row.html", {"r": row, "subject": subject, "note": text, "error": error,
                                                        "next": request.POST.get("next", "")})
     (messages.error if error else messages.success)(request, text)

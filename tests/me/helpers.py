@@ -35,7 +35,8 @@ def write_many(subject: Subject, n: int, *, tag: str = "") -> list[str]:
     scope = agent_scope(subject)
     ids: list[str] = []
     for start in range(0, n, MAX_BATCH):
-        results = memory_write_batch(scope=scope, items=[item(i, tag=tag) for i in range(start, min(n, start + MAX_BATCH))])
+        batch = [item(i, tag=tag) for i in range(start, min(n, start + MAX_BATCH))]
+        results = memory_write_batch(scope=scope, items=batch)
         assert all(r.error is None for r in results), [r.error for r in results if r.error][:3]
         ids += [r.record.pk for r in results if r.record is not None]
     return ids

@@ -41,7 +41,7 @@ def test_it_lists_my_memories_newest_first_with_provenance_in_words(client, alic
 
     assert page.index("Went to Lisbon") < page.index("Prefers aisle seats")  # newest first
     today = timezone.now()
-    assert f'You said</span>: <span class="quote">“I always take the aisle seat.”</span> — <time' in page
+    assert 'You said</span>: <span class="quote">“I always take the aisle seat.”</span> — <time' in page
     assert f">{today.day} {today:%B %Y}</time>" in page
     assert ">Current</span>" in page and "user/travel_preferences" in page and "episodes" in page
     assert "explicit_user_statement<" not in page and ">active<" not in page  # no internal words as text

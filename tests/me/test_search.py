@@ -91,7 +91,8 @@ def test_an_unknown_filter_value_is_ignored_with_a_note(client, alice, mine):
 
 def test_pages_are_server_side_in_a_stable_order_and_work_without_javascript(client, alice, mine):
     client.force_login(alice)
-    expected = list(MemoryRecord.objects.filter(pk__in=mine).order_by("-created_at", "-pk").values_list("pk", flat=True))
+    expected = list(MemoryRecord.objects.filter(pk__in=mine).order_by("-created_at", "-pk")
+                    .values_list("pk", flat=True))
 
     pages = [ids_on(client.get("/me/", {"page": n}).content.decode()) for n in range(1, 6)]
 
@@ -139,9 +140,11 @@ def test_bulk_delete_asks_first_then_starts_one_job_per_memory(client, alice, mi
 
     assert done.status_code == 302 and done["Location"].startswith("/me/deletions/")
     jobs = DeletionJob.objects.order_by("memory_id")
-    assert sorted(j.memory_id for j in jobs) == sorted(chosen) and {j.requested_by for j in jobs} == {f"user:{alice.pk}"}
+    assert sorted(j.memory_id for j in jobs) == sorted(chosen)
+    assert {j.requested_by for j in jobs} == {f"user:{alice.pk}"}
     listing = client.get("/me/").content.decode()
-    assert listing.count('<tr id="row-mem') == PAGE_SIZE and listing.count('class="memory-row" data-status="deleting"') == 3
+    assert listing.count('<tr id="row-mem') == PAGE_SIZE
+    assert listing.count('class="memory-row" data-status="deleting"') == 3
     page = client.get(done["Location"]).content.decode()
     assert page.count('class="deletion"') == 3 and 'hx-trigger="every 2s"' in page and ">Waiting</span>" in page
     for job in jobs:

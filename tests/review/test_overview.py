@@ -12,13 +12,10 @@ from memory.models import AuditEntry, Tenant
 from memory.refusals import ACTION as REFUSED
 from memory.services.identity import user_create
 from tests.conftest import memory_body
-from tests.deletion.helpers import run_job, tables_containing
-from tests.review.conftest import in_review, org_conflict
+from tests.deletion.helpers import tables_containing
+from tests.review.conftest import SECRET
 
 pytestmark = pytest.mark.django_db
-
-SECRET = "AKIAIOSFODNN7EXAMPLE"
-
 
 def cell(html: str, tenant: str, css: str) -> str:
     row = re.search(rf'<tr data-tenant="{tenant}">(.*?)</tr>', html, re.S).group(1)
@@ -30,40 +27,8 @@ def figure(html: str, tenant: str, css: str) -> int:
 
 
 def listed(html: str, tenant: str, css: str, attr: str, key: str) -> int:
-    return int(re.search(rf'data-{attr}="{key}">.*?<span class="n">(\d+)</span>', cell(html, tenant, css), re.S).group(1))
-
-
-@pytest.fixture
-def alice(tenant):
-    """A person with memories of her own, neither staff nor a reviewer."""
-    return user_create(tenant=tenant, username="alice", password="alice-pass-123", subject_external_id="usr_owner")
-
-
-@pytest.fixture
-def known_state(agent, make_agent, tenant, rita, gus):
-    """acme: 2 candidates in review, 1 open conflict, deletions (1 completed, 1 pending), 2 retrievals,
-    refusals (2 secret_detected, 1 class_not_allowed, 1 insufficient_scope); globex: 1 candidate."""
-    in_review(agent, event_id="evt_a")
-    in_review(agent, field="meal", value="vegetarian", text="Orders vegetarian meals", event_id="evt_b")
-    org_conflict(agent)
-    kept = agent.post("/api/v1/memories", memory_body()).json()["memory_id"]
-    gone = agent.post("/api/v1/memories", memory_body(fact={"field": "meal", "value": "fish"}, text="Eats fish",
-                                                      source={"type": "explicit_user_statement",
-                                                              "event_id": "evt_fish"})).json()["memory_id"]
-    run_job(agent.delete(f"/api/v1/memories/{gone}").json()["deletion_id"])
-    agent.delete(f"/api/v1/memories/{kept}")  # stays pending: no worker runs in this test
-    for _ in range(2):
-        assert agent.post("/api/v1/retrieve", {"query": "seat"}).status_code == 200
-    for n in range(2):
-        refused = agent.post("/api/v1/memories", memory_body(text=f"My AWS key is {SECRET}",
-                                                             source={"type": "explicit_user_statement",
-                                                                     "event_id": f"evt_secret_{n}"}))
-        assert refused.json()["code"] == "secret_detected"
-    assert agent.post("/api/v1/memories", memory_body(namespace=["nowhere"])).json()["code"] == "class_not_allowed"
-    reader = make_agent(tenant, "usr_owner", scopes=["read"])
-    assert reader.post("/api/v1/memories", memory_body()).json()["code"] == "insufficient_scope"
-    globex = make_agent(Tenant.objects.get(slug="globex"), "usr_g")
-    in_review(globex, event_id="evt_g")
+    found = re.search(rf'data-{attr}="{key}">.*?<span class="n">(\d+)</span>', cell(html, tenant, css), re.S)
+    return int(found.group(1))
 
 
 def test_it_shows_each_figure_of_a_known_state(client, rita, known_state):
@@ -93,9 +58,9 @@ def test_each_figure_links_to_the_page_that_explains_it(client, rita, known_stat
     links = set(re.findall(r'href="(/review/[^"]+)"', html.replace("&amp;", "&")))
 
     assert "/review/?tenant=acme&type=candidate" in links and "/review/?tenant=acme&type=conflict" in links
-    for url in ["/review/overview/deletions/?tenant=acme&status=pending", "/review/overview/embeddings/?tenant=acme",
-                "/review/overview/retrievals/?tenant=acme", "/review/overview/refusals/?tenant=acme&code=secret_detected",
-                "/review/overview/worker/"]:
+    for url in ["/review/overview/deletions/?tenant=acme&status=pending",
+                "/review/overview/embeddings/?tenant=acme", "/review/overview/retrievals/?tenant=acme",
+                "/review/overview/refusals/?tenant=acme&code=secret_detected", "/review/overview/worker/"]:
         assert url in links, url
         assert client.get(url).status_code == 200, url
     pending = client.get("/review/overview/deletions/?tenant=acme&status=pending").content.decode()
