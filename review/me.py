@@ -136,11 +136,17 @@ def deletions_for(*, scope: Scope, memory_ids: list[str]) -> dict[str, DeletionJ
 
 
 def my_page(*, scope: Scope, number: Any, **filters: str) -> tuple[Page, list[Row]]:
-    """One page of the person's records and its rows (a COUNT, the page, and its deletion jobs)."""
-    page = Paginator(_with_provenance(my_records(scope=scope, **filters)), PAGE_SIZE).get_page(number)
-    records = list(page.object_list)
-    jobs = deletions_for(scope=scope, memory_ids=[r.pk for r in records])
-    return page, [row_of(r, deletion=jobs.get(r.pk)) for r in records]
+    """One page of the person's records and its rows: a COUNT, the page's ids, its rows, its deletion jobs.
+
+    The page is chosen on the narrow (id, created_at) rows and only its 50 records are then read in full:
+    sorting whole rows (sentence, fact, joined source event) before the LIMIT cost most of the page time at
+    10,000 memories (bench/me_page.py), the last page most of all."""
+    ids_page = Paginator(my_records(scope=scope, **filters).values_list("pk", flat=True), PAGE_SIZE).get_page(number)
+    ids = list(ids_page.object_list)
+    by_id = {r.pk: r for r in _with_provenance(MemoryRecord.objects.for_scope(scope)).filter(pk__in=ids)}
+    records = [by_id[i] for i in ids if i in by_id]
+    jobs = deletions_for(scope=scope, memory_ids=ids)
+    return ids_page, [row_of(r, deletion=jobs.get(r.pk)) for r in records]
 
 
 def my_row(*, scope: Scope, memory_id: str) -> Row | None:

@@ -107,7 +107,8 @@ def me_home(request: HttpRequest) -> HttpResponse:
     subject = _subject(request)
     scope = person_scope(request, subject)
     form = SearchForm(request.GET, namespaces=my_namespaces(scope=scope))
-    filters = {k: v for k, v in form.cleaned_data.items() if v} if form.is_valid() else {}
+    form.is_valid()  # an invalid field is left out of cleaned_data (and noted on the page); the rest still apply
+    filters = {k: v for k, v in form.cleaned_data.items() if v}
     page, rows = my_page(scope=scope, number=request.GET.get("page"), **filters)
     context = {"subjects": subjects, "subject": subject, "form": form, "page": page, "rows": rows,
                "filtered": bool(filters), "next": request.get_full_path()}

@@ -19,15 +19,16 @@ from review import overview
 from review.access import operator_tenants
 
 
-def _tenants(request: HttpRequest) -> list[Tenant]:
-    """The operator's tenants, narrowed by ?tenant=<slug> (404 for a tenant that is not theirs)."""
+def _tenants(request: HttpRequest) -> tuple[list[Tenant], list[Tenant]]:
+    """The operator's tenants, and those narrowed by ?tenant=<slug> (404 for a tenant that is not theirs)."""
     tenants = operator_tenants(request.user)
     wanted = request.GET.get("tenant", "")
-    if wanted:
-        tenants = [t for t in tenants if t.slug == wanted]
-        if not tenants:
-            raise Http404("No such tenant.")
-    return tenants
+    if not wanted:
+        return tenants, tenants
+    chosen = [t for t in tenants if t.slug == wanted]
+    if not chosen:
+        raise Http404("No such tenant.")
+    return tenants, chosen
 
 
 def _reviewed(request: HttpRequest) -> set[int]:
@@ -36,7 +37,7 @@ def _reviewed(request: HttpRequest) -> set[int]:
 
 @login_required
 def overview_home(request: HttpRequest) -> HttpResponse:
-    tenants = _tenants(request)
+    all_tenants, tenants = _tenants(request)
     figures = overview.tenant_figures([t.pk for t in tenants])
     reviewed = _reviewed(request)
     rows = [{"tenant": t, "f": figures[t.pk], "reviewed": t.pk in reviewed,
@@ -44,14 +45,14 @@ def overview_home(request: HttpRequest) -> HttpResponse:
             for t in tenants]
     return render(request, "review/overview/index.html", {
         "rows": rows, "worker": overview.worker_health(), "refusal_codes": REFUSAL_CODES,
-        "deletion_statuses": DeletionJob.Status.values, "all_tenants": operator_tenants(request.user),
+        "deletion_statuses": DeletionJob.Status.values, "all_tenants": all_tenants,
         "tenant": request.GET.get("tenant", ""),
     })
 
 
 @login_required
 def overview_deletions(request: HttpRequest) -> HttpResponse:
-    tenants = _tenants(request)
+    tenants = _tenants(request)[1]
     status = request.GET.get("status", "")
     if status and status not in DeletionJob.Status.values:
         status = ""
@@ -74,7 +75,7 @@ def overview_deletion(request: HttpRequest, deletion_id: str) -> HttpResponse:
 
 @login_required
 def overview_refusals(request: HttpRequest) -> HttpResponse:
-    tenants = _tenants(request)
+    tenants = _tenants(request)[1]
     code = request.GET.get("code", "")
     return render(request, "review/overview/refusals.html", {
         "rows": overview.refusals([t.pk for t in tenants], code=code), "code": code if code in REFUSAL_CODES else "",
@@ -83,7 +84,7 @@ def overview_refusals(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def overview_embeddings(request: HttpRequest) -> HttpResponse:
-    tenants = _tenants(request)
+    tenants = _tenants(request)[1]
     return render(request, "review/overview/embeddings.html", {
         "rows": overview.embeddings_by_class([t.pk for t in tenants]), "worker": overview.worker_health()})
 
@@ -97,6 +98,6 @@ def overview_worker(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def overview_retrievals(request: HttpRequest) -> HttpResponse:
-    tenants = _tenants(request)
+    tenants = _tenants(request)[1]
     return render(request, "review/overview/retrievals.html", {
         "rows": overview.retrievals_by_hour([t.pk for t in tenants]), "tenant": request.GET.get("tenant", "")})
