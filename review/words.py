@@ -33,7 +33,7 @@ STATUS_WORDS: dict[str, tuple[str, str]] = {
     "resolved": ("Resolved", "ok"),
     # procedure proposals
     "stale": ("Out of date", "warn"),
-    "current": ("Current version", "ok"),
+    "current": ("Current", "ok"),
     # deletion jobs and their steps
     "running": ("In progress", "warn"),
     "completed": ("Completed", "ok"),

@@ -26,9 +26,13 @@ def _pages(memory_id: str, job_id: str = "del_x") -> list[str]:
 
 
 def test_every_page_needs_a_login(client, memory_id):
-    for url in _pages(memory_id):
+    for url in [*_pages(memory_id), "/me/deletions/"]:
         response = client.get(url)
         assert response.status_code == 302 and response["Location"].startswith("/accounts/login/"), url
+    for url in ["/me/delete-selected", f"/me/memories/{memory_id}/confirm", f"/me/memories/{memory_id}/deny"]:
+        response = client.post(url, {"ids": [memory_id], "confirm": "yes"})
+        assert response.status_code == 302 and response["Location"].startswith("/accounts/login/"), url
+    assert not DeletionJob.objects.exists()
 
 
 def test_it_lists_my_memories_newest_first_with_provenance_in_words(client, alice, agent, memory_id):
@@ -125,6 +129,8 @@ def test_another_person_sees_none_of_it_even_by_direct_url(client, alice, bob, m
     assert client.post(f"/me/memories/{memory_id}/delete").status_code == 404
     alice_subject = Subject.objects.get(external_id="usr_owner")
     assert client.get(f"/me/?subject={alice_subject.pk}").status_code == 404
+    assert client.get(f"/me/deletions/?subject={alice_subject.pk}").status_code == 404
+    assert job.pk not in client.get("/me/deletions/").content.decode()
     assert client.post("/me/erase", {"subject": alice_subject.pk, "confirm": "delete everything"}).status_code == 404
     assert "Prefers aisle seats" not in client.get("/me/export").content.decode()
 
