@@ -17,7 +17,7 @@ STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 AXE_VERSION := 4.14.1
 AXE := var/node/node_modules/axe-core/axe.min.js
 
-.PHONY: install chromium db run test test-fast lint bench evaluate db-stop clean
+.PHONY: install chromium db run test test-fast lint bench bench-me evaluate db-stop clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,9 @@ test-fast: install
 
 bench: db
 	$(PY) bench/retrieval.py
+
+bench-me: db
+	$(PY) bench/me_page.py
 
 evaluate: db
 	$(PY) manage.py evaluate
