@@ -12,7 +12,12 @@ export TRANSFORMERS_OFFLINE := 1
 # Reinstall whenever pyproject.toml changes.
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: install chromium db run test test-fast lint bench bench-locomo bench-sizes evaluate db-stop clean
+# axe-core (MPL-2.0) runs the accessibility check inside the browser tests; installed from the npm
+# registry into var/ (gitignored), pinned so a new rule release cannot change the verdict unseen.
+AXE_VERSION := 4.14.1
+AXE := var/node/node_modules/axe-core/axe.min.js
+
+.PHONY: install chromium db run test test-fast lint bench bench-me bench-locomo bench-sizes evaluate db-stop clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -25,13 +30,16 @@ $(STAMP): pyproject.toml | $(PY)
 	rm -f $(VENV)/.installed-*
 	touch $@
 
+$(AXE):
+	npm install --prefix var/node --no-audit --no-fund axe-core@$(AXE_VERSION)
+
 # The embedder's ONNX graph, exported offline from the installed weights (memory/embedder_onnx.py).
 ONNX := var/models/.exported-$(shell sha1sum memory/embedder_onnx.py | cut -c1-12)
 $(ONNX): $(STAMP) memory/embedder_onnx.py
 	$(PY) -m memory.embedder_onnx
 	mkdir -p var/models && rm -f var/models/.exported-* && touch $@
 
-install: $(STAMP) $(ONNX)
+install: $(STAMP) $(AXE) $(ONNX)
 
 # Browser tests drive Debian's Chromium; Playwright cannot download browsers here.
 chromium:
@@ -58,9 +66,16 @@ test-fast: install
 bench: db
 	$(PY) bench/retrieval.py
 
+bench-me: db
+	$(PY) bench/me_page.py
+
 # Retrieval quality and latency on LoCoMo through HTTP (reads ../shared/datasets/locomo/; skips if absent).
 bench-locomo: db
 	$(PY) bench/locomo.py $(ARGS)
+
+# Retrieve against one subject of 1,000, 10,000 and 100,000 records (its own database).
+bench-sizes: db
+	$(PY) bench/retrieval.py --profile sizes $(ARGS)
 
 evaluate: db
 	$(PY) manage.py evaluate

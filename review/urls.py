@@ -10,4 +10,5 @@ urlpatterns = [
     path("", include("review.urls_procedures")),
     path("", include("review.urls_me")),
     path("", include("review.urls_retrievals")),
+    path("", include("review.urls_overview")),
 ]
