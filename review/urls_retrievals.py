@@ -5,6 +5,6 @@ from django.urls import path
 from review import views_retrievals
 
 urlpatterns = [
-    path("review/retrievals/", views_retrievals.retrievals, name="retrievals"),
-    path("review/retrievals/<str:retrieval_id>/", views_retrievals.retrieval_detail, name="retrieval-detail"),
+    path("review/retrievals/", views_retrievals.retrievals, name="review-retrievals"),
+    path("review/retrievals/<str:retrieval_id>/", views_retrievals.retrieval_detail, name="review-retrieval"),
 ]
