@@ -487,7 +487,7 @@ def run_measurements(args: Any, console: Any, tenant: Any, subjects: list[Any], 
             if not warm:
                 timings["facts_naive"].append((time.perf_counter() - started) * 1000.0)
             # Compared by distance, not id: a subject can hold two rows with the same text (equal distance).
-            leg = legs.semantic(scope, legs.Filters(namespaces=None), vector, 10)
+            leg = legs.semantic_only(scope, legs.Filters(namespaces=None), vector, 10)
             ours = [float(r.distance) for r in leg]
             matched = 0
             for d in naive:  # within 1e-4: the naive query sends the vector as a 7-digit literal
