@@ -168,11 +168,16 @@ stats AS (
                     1) AS avgdl
     FROM e
 ),
+-- Rows of e, c and lex are combined by UNION ALL and GROUP BY id, never joined: the planner cannot know how
+-- large one subject is (its estimate is the average subject), and a nested loop over a misestimated join
+-- would be quadratic in the subject's size.
 matched AS (
-    SELECT e.id, e.own_match AS own, c.around_match AS around,
-           coalesce(e.own_len, 0) + %s * coalesce(c.len, 0) AS dl
-    FROM e LEFT JOIN c ON c.id = e.id
-    WHERE e.own_match IS NOT NULL OR c.around_match IS NOT NULL
+    SELECT id, (array_agg(own) FILTER (WHERE own IS NOT NULL))[1] AS own,
+           (array_agg(around) FILTER (WHERE around IS NOT NULL))[1] AS around, sum(len) AS dl
+    FROM (SELECT id, own_match AS own, NULL::tsvector AS around, own_len::float AS len FROM e
+          UNION ALL SELECT id, NULL, around_match, %s * len FROM c) u
+    GROUP BY id
+    HAVING count(own) > 0 OR count(around) > 0
 ),
 hits AS (
     SELECT * FROM (
@@ -195,11 +200,14 @@ lex AS (
     GROUP BY h.id
 ),
 scored AS (
-    SELECT e.id, lex.lexical,
-           CASE WHEN c.distance IS NULL THEN 1 - e.own_distance
-                ELSE %s * (1 - e.own_distance) + (1 - %s) * (1 - c.distance)
+    SELECT id, max(lexical) AS lexical,
+           CASE WHEN max(ctx_distance) IS NULL THEN 1 - max(own_distance)
+                ELSE %s * (1 - max(own_distance)) + (1 - %s) * (1 - max(ctx_distance))
            END AS similarity
-    FROM e CROSS JOIN q LEFT JOIN lex ON lex.id = e.id LEFT JOIN c ON c.id = e.id
+    FROM (SELECT id, NULL::float AS lexical, own_distance, NULL::float AS ctx_distance FROM e
+          UNION ALL SELECT id, lexical, NULL, NULL FROM lex
+          UNION ALL SELECT id, NULL, NULL, distance FROM c) u
+    GROUP BY id
 ),
 fused AS MATERIALIZED (
     SELECT id, lexical, similarity,

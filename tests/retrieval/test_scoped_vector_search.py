@@ -103,7 +103,7 @@ def test_both_legs_read_one_cte_that_carries_every_scope_and_validity_predicate_
     assert "memory_memoryrecord" not in rest
     assert "eligible.search_vector @@ q.tsq" in rest and "FROM matched m, q" in rest  # the lexical leg
     assert "(eligible.embedding <=> q.v) + 0 AS own_distance" in rest and "FROM eligible, q" in rest  # vector leg
-    assert "FROM e CROSS JOIN q" in rest
+    assert "own_distance, NULL::float AS ctx_distance FROM e" in rest  # fused from e alone
 
 
 def test_the_vector_leg_is_an_exact_scan_even_with_an_hnsw_index_present(crowd):
