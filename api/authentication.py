@@ -10,10 +10,10 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
+from memory.identity.services import TokenInvalid, agent_key_lookup, principal_token_verify
 from memory.models import AgentKey, Subject
 from memory.namespaces import intersect_prefixes
 from memory.scope import Scope
-from memory.services.identity import TokenInvalid, agent_key_lookup, principal_token_verify
 
 PRINCIPAL_HEADER = "HTTP_X_ENGRAM_PRINCIPAL"
 

@@ -18,8 +18,8 @@ from django.utils import timezone
 from memory.audit import audit
 from memory.errors import Conflict, Forbidden, InvalidInput, NotFound
 from memory.models import Subject, Tenant
+from memory.records.services import refuse_secrets
 from memory.scope import PROPOSE, Scope
-from memory.services.writes import refuse_secrets
 from procedures.flags import flags_for
 from procedures.models import ChangeProposal, Procedure, ProcedureVersion
 

@@ -59,7 +59,7 @@ class Agent:
 
 @pytest.fixture
 def make_tenant(db: Any) -> Any:
-    from memory.services.identity import tenant_create
+    from memory.identity.services import tenant_create
 
     def make(slug: str = "acme") -> Any:
         return tenant_create(slug=slug)
@@ -80,7 +80,7 @@ def other_tenant(make_tenant: Any) -> Any:
 @pytest.fixture
 def make_agent(db: Any) -> Any:
     """make_agent(tenant, subject="usr_1", scopes=[...], namespaces=None, token_namespaces=None)."""
-    from memory.services.identity import agent_key_create, principal_token_mint
+    from memory.identity.services import agent_key_create, principal_token_mint
 
     def make(tenant: Any, subject: str | None = "usr_owner", scopes: list[str] | None = None,
              namespaces: list[str] | None = None, token_namespaces: list[str] | None = None) -> Agent:

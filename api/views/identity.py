@@ -12,8 +12,8 @@ from api.authentication import principal_of
 from api.fields import NamespaceField, StrictSerializer
 from api.permissions import HasAgentKey
 from memory.errors import Forbidden
+from memory.identity.services import principal_token_mint
 from memory.scope import MINT
-from memory.services.identity import principal_token_mint
 
 
 class PrincipalTokenCreateApi(APIView):

@@ -33,7 +33,7 @@ from memory.models import Candidate, Confidence, Event, MemoryClass, MemoryRecor
 from memory.normalise import fact_hash
 from memory.policy.classes import WRITE_PATH_NEEDS, class_for_namespace
 from memory.policy.secrets import scan_payload
-from memory.services.writes import lock_key
+from memory.records.services import lock_key
 from memory.tombstones import is_tombstoned
 
 # Cosine similarity above which two candidates' sentences count as the same claim (all-MiniLM-L6-v2).

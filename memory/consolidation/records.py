@@ -8,8 +8,8 @@ from django_q.tasks import async_task
 
 from memory.audit import audit
 from memory.content import seal
-from memory.indexing import refresh_search_vectors
 from memory.models import Candidate, Confidence, MemoryClass, MemoryRecord, RecordStatus, SourceType
+from memory.records.indexing import refresh_search_vectors
 
 
 def store_candidate_record(*, candidate: Candidate, memory_class: MemoryClass, actor: str) -> MemoryRecord:
@@ -41,5 +41,5 @@ def store_candidate_record(*, candidate: Candidate, memory_class: MemoryClass, a
           tenant_id=candidate.tenant_id, subject_id=candidate.subject_id,
           data={"candidate_id": candidate.pk, "superseded": older})
     if memory_class.embed:
-        transaction.on_commit(lambda: async_task("memory.tasks.embed_records", [record.pk]))
+        transaction.on_commit(lambda: async_task("memory.records.tasks.embed_records", [record.pk]))
     return record

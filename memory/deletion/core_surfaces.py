@@ -175,8 +175,8 @@ def _payload_hits(payloads: list[dict[str, Any]], markers: tuple[str, ...]) -> l
 
 @read_check("memory.detail")
 def check_detail(target: DeletionTarget) -> list[str]:
-    from api.serializers import record_payload
-    from memory.selectors import memory_list
+    from memory.records.presenters import record_payload
+    from memory.records.selectors import memory_list
 
     records = memory_list(scope=_scope(target)).filter(pk__in=target.memory_ids)
     hits = [r.pk for r in records if r.status != RecordStatus.DELETED]
@@ -186,17 +186,17 @@ def check_detail(target: DeletionTarget) -> list[str]:
 
 @read_check("memory.list")
 def check_list(target: DeletionTarget) -> list[str]:
-    from api.serializers import record_payload
-    from memory.selectors import memory_list
+    from memory.records.presenters import record_payload
+    from memory.records.selectors import memory_list
 
     return _payload_hits([dict(record_payload(r)) for r in memory_list(scope=_scope(target))], target.markers)
 
 
 @read_check("memory.history")
 def check_history(target: DeletionTarget) -> list[str]:
-    from api.serializers import record_payload
     from memory.errors import NotFound
-    from memory.selectors import memory_history
+    from memory.records.presenters import record_payload
+    from memory.records.selectors import memory_history
 
     hits: list[str] = []
     for memory_id in target.memory_ids:
@@ -224,8 +224,8 @@ def check_facts(target: DeletionTarget) -> list[str]:
         from memory.retrieval.selectors import fact_get
     except ImportError:
         return []
-    from api.serializers import record_payload
     from memory.errors import EngramError
+    from memory.records.presenters import record_payload
 
     hits: list[str] = []
     keys = set(MemoryRecord.objects.filter(pk__in=target.memory_ids).values_list("namespace", "field"))

@@ -19,9 +19,9 @@ from django.db import models
 from django.utils import timezone
 from pgvector.django import VectorField
 
-from api.serializers import record_payload
 from memory.content import unseal_candidate, unseal_text
 from memory.models import AuditEntry, Candidate, Event, MemoryRecord, Subject
+from memory.records.presenters import record_payload
 from memory.scope import Scope
 
 # Friendly section names for the areas' tables; any other subject table appears as "<app>.<model>".

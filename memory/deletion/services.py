@@ -35,8 +35,8 @@ from memory.errors import Conflict as ConflictError
 from memory.errors import Forbidden, InvalidInput, NotFound
 from memory.ids import new_event_id
 from memory.models import Candidate, Event, MemoryRecord, RecordStatus, SourceType, Subject, Tombstone
+from memory.records.services import RecordInput, refuse_secrets, store_confirmed
 from memory.scope import WRITE, Scope
-from memory.services.writes import RecordInput, refuse_secrets, store_confirmed
 from memory.tombstones import content_hash_for, event_hash, subject_hash
 
 VERIFICATION = "verification"

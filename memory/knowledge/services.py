@@ -98,7 +98,7 @@ def access_domain_create(*, tenant: Tenant, name: str, description: str = "",
                          subject_external_ids: Sequence[str] = (), reader_kinds: Sequence[str] = (),
                          all_subjects: bool = False, actor: str = "system") -> AccessDomain:
     from api.fields import NAME
-    from memory.services.identity import subject_get_or_create
+    from memory.identity.services import subject_get_or_create
 
     if not NAME.match(name):
         raise InvalidInput("A domain name is 1-64 lowercase letters, digits, '_', '-' or '.'.", code="invalid_name")

@@ -19,8 +19,8 @@ from django.db.models import BooleanField, Exists, ExpressionWrapper, F, FloatFi
 from django.db.models.functions import Now
 from pgvector.django import CosineDistance
 
-from memory.indexing import TEXT_SEARCH_CONFIG
 from memory.models import Confidence, Conflict, MemoryRecord, RecordStatus
+from memory.records.indexing import TEXT_SEARCH_CONFIG
 from memory.scope import Scope
 
 # websearch_to_tsquery joins words with AND; a question rarely repeats every word of a stored fact,

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from memory.consolidation import consolidate
+from memory.identity.services import user_create
 from memory.models import Candidate, Conflict
-from memory.services.identity import user_create
 from tests.consolidation.helpers import submit
 
 

@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 from memory.errors import Forbidden, NotFound
+from memory.records.services import refuse_secrets
 from memory.scope import Scope
-from memory.services.writes import refuse_secrets
 from memory.threads.models import Thread
 from memory.tombstones import keyed_hash
 

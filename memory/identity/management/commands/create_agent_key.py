@@ -7,8 +7,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.errors import EngramError
+from memory.identity.services import agent_key_create
 from memory.management import tenant_by_slug
-from memory.services.identity import agent_key_create
 
 
 class Command(BaseCommand):

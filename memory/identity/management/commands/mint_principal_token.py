@@ -10,8 +10,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.errors import EngramError
+from memory.identity.services import principal_token_mint
 from memory.management import tenant_by_slug
-from memory.services.identity import principal_token_mint
 
 
 class Command(BaseCommand):

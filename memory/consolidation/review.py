@@ -21,8 +21,8 @@ from memory.errors import EngramError, Forbidden, InvalidInput, NotFound, Policy
 from memory.models import Candidate, Conflict, MemoryRecord, RecordStatus, SourceType
 from memory.normalise import fact_hash
 from memory.policy.classes import class_for_namespace, readable_by
+from memory.records.services import RecordInput, WriteResult, lock_key, refuse_secrets, store_confirmed
 from memory.scope import WRITE, Scope
-from memory.services.writes import RecordInput, WriteResult, lock_key, refuse_secrets, store_confirmed
 from memory.tombstones import is_tombstoned
 
 User = AbstractBaseUser | AnonymousUser

@@ -6,7 +6,7 @@ from typing import Any, TypedDict
 
 from memory.content import unseal
 from memory.models import MemoryRecord
-from memory.selectors import effective_status
+from memory.records.selectors import effective_status
 
 
 class SourcePayload(TypedDict, total=False):

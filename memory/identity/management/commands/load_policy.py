@@ -15,8 +15,8 @@ import yaml
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.errors import EngramError
+from memory.identity.services import memory_classes_load
 from memory.management import tenant_by_slug
-from memory.services.identity import memory_classes_load
 
 
 class Command(BaseCommand):

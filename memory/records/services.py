@@ -22,7 +22,6 @@ from memory.audit import audit
 from memory.content import seal, seal_candidate, seal_text
 from memory.errors import Conflict as ConflictError
 from memory.errors import Forbidden, InvalidInput, SecretDetected
-from memory.indexing import refresh_search_vectors
 from memory.models import (
     Candidate,
     Confidence,
@@ -37,6 +36,7 @@ from memory.normalise import fact_hash, payload_hash
 from memory.policy import precedence
 from memory.policy.classes import require_class
 from memory.policy.secrets import describe, scan_payload
+from memory.records.indexing import refresh_search_vectors
 from memory.scope import PROPOSE, WRITE, Scope
 from memory.tombstones import is_tombstoned
 
@@ -247,7 +247,7 @@ def store_confirmed(*, scope: Scope, item: RecordInput, memory_class: MemoryClas
                 "superseded": [h.pk for h in heads] if decision.outcome is precedence.Outcome.SUPERSEDE else [],
                 "conflict_with": conflict_with, "retired_candidates": [r.pk for r in retired]})
     if memory_class.embed:
-        transaction.on_commit(lambda: async_task("memory.tasks.embed_records", [record.pk]))
+        transaction.on_commit(lambda: async_task("memory.records.tasks.embed_records", [record.pk]))
     record.refresh_from_db()
     return WriteResult(record=record, created=True, decision=decision, conflict_with=conflict_with)
 
@@ -330,5 +330,5 @@ def candidate_submit(*, scope: Scope, item: RecordInput, evidence: list[dict[str
     )
     audit(actor=scope.actor, action="candidate.submit", object_type="candidate", object_id=candidate.pk,
           tenant_id=scope.tenant_id, subject_id=scope.subject_id, data={"event_id": event.pk})
-    transaction.on_commit(lambda: async_task("memory.tasks.consolidate_candidate", candidate.pk))
+    transaction.on_commit(lambda: async_task("memory.consolidation.tasks.consolidate_candidate", candidate.pk))
     return CandidateResult(candidate=candidate, created=True)

@@ -16,14 +16,14 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from api.views.retrieval import BatchItemParser
+from api.views.memories import BatchItemParser
 from memory.errors import EngramError
+from memory.identity.services import subject_get_or_create
 from memory.models import MemoryRecord, Tenant
+from memory.records.gate import MAX_BATCH, memory_write_batch
+from memory.records.services import RecordInput
 from memory.retrieval.embedding import embed_record_ids
 from memory.scope import WRITE, Scope
-from memory.services.batch import MAX_BATCH, memory_write_batch
-from memory.services.identity import subject_get_or_create
-from memory.services.writes import RecordInput
 
 
 class Command(BaseCommand):

@@ -7,8 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from memory.identity.services import user_create
 from memory.management import tenant_by_slug
-from memory.services.identity import user_create
 
 
 class Command(BaseCommand):

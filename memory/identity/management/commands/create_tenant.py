@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.errors import EngramError
-from memory.services.identity import tenant_create
+from memory.identity.services import tenant_create
 
 
 class Command(BaseCommand):

@@ -26,7 +26,6 @@ from memory.content import seal_text
 from memory.embedder import get_embedder
 from memory.errors import Conflict as ConflictError
 from memory.errors import EngramError, InvalidInput, SecretDetected
-from memory.indexing import refresh_search_vectors
 from memory.models import (
     AuditEntry,
     Confidence,
@@ -43,8 +42,8 @@ from memory.normalise import fact_hash, payload_hash
 from memory.policy import precedence
 from memory.policy.classes import check_class, pick_class
 from memory.policy.secrets import describe, scan_payload
-from memory.scope import WRITE, Scope
-from memory.services.writes import (
+from memory.records.indexing import refresh_search_vectors
+from memory.records.services import (
     OUTCOME_SOURCE_TYPES,
     RecordInput,
     _require,
@@ -53,6 +52,7 @@ from memory.services.writes import (
     new_record,
     retire_candidate_records,
 )
+from memory.scope import WRITE, Scope
 from memory.tombstones import event_hash, is_tombstoned, subject_hash
 
 MAX_BATCH = 500
@@ -316,7 +316,7 @@ def _store(scope: Scope, fresh: list[_Pending], *, vectors: Future[list[list[flo
     embed_ids = [r.pk for r, _ in to_embed if r.embedding is None]
     if embed_ids:
         # One task for the whole batch: the embedder runs it as batched model calls.
-        transaction.on_commit(lambda: async_task("memory.tasks.embed_records", embed_ids))
+        transaction.on_commit(lambda: async_task("memory.records.tasks.embed_records", embed_ids))
 
 
 def _copy_into(model: type[models.Model], objs: list[Any]) -> None:

@@ -13,8 +13,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from memory.indexing import refresh_search_vectors
 from memory.models import MemoryRecord, Tenant
+from memory.records.indexing import refresh_search_vectors
 from memory.retrieval.embedding import BATCH_SIZE, embed_record_ids, pending_ids
 
 
