@@ -411,6 +411,7 @@ def run_measurements(args: Any, console: Any, tenant: Any, subjects: list[Any], 
     underfilled = 0
     found_target = 0
     from memory.models import RecordStatus
+    from memory.search import vector_literal
 
     with connection.cursor() as cursor:
         for i, (subject, row) in enumerate(picks):
@@ -437,7 +438,7 @@ def run_measurements(args: Any, console: Any, tenant: Any, subjects: list[Any], 
                 timings["facts_selector"].append((time.perf_counter() - started) * 1000.0)
             # Naive: exact distance to every row of the table, then the scope applied in Python.
             vector = embedder.embed_query(row["query"])
-            literal = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+            literal = vector_literal(vector)
             started = time.perf_counter()
             cursor.execute("SELECT id, tenant_id, subject_id, status, valid_until, embedding <=> %s::vector AS d "
                            "FROM memory_memoryrecord WHERE embedding IS NOT NULL ORDER BY d", [literal])
@@ -664,11 +665,11 @@ def knowledge_profile(args: argparse.Namespace) -> None:  # noqa: C901 - a linea
     from memory.knowledge.models import AccessDomain, Chunk
     from memory.knowledge.retrieval_provider import knowledge_search
     from memory.models import AgentKey, Subject
-    from memory.records.gate import memory_write_batch
-    from memory.records.services import RecordInput
+    from memory.records.services import RecordInput, memory_write_batch
     from memory.retrieval.pipeline import RetrieveRequest, memory_retrieve
     from memory.retrieval.sources import RetrievalQuery
     from memory.scope import Scope
+    from memory.search import vector_literal
 
     rng = random.Random(args.seed)
     loaded = knowledge_load(args, rng, console)
@@ -726,7 +727,7 @@ def knowledge_profile(args: argparse.Namespace) -> None:  # noqa: C901 - a linea
     naive: list[float] = []
     with connection.cursor() as cursor:
         for i, vector in enumerate(vectors):
-            literal = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+            literal = vector_literal(vector)
             t0 = time.perf_counter()
             cursor.execute("SELECT id, access_domain_id, embedding <=> %s::vector AS d FROM knowledge_chunk "
                            "WHERE embedding IS NOT NULL ORDER BY d", [literal])

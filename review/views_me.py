@@ -21,10 +21,11 @@ from memory.content import unseal, unseal_text
 from memory.deletion.export import export_json
 from memory.deletion.presenters import job_payload
 from memory.deletion.selectors import deletion_for_user
-from memory.deletion.services import memory_correct, memory_delete, subject_erase
+from memory.deletion.services import memory_delete, subject_erase
 from memory.errors import EngramError
 from memory.models import MemoryRecord, RecordStatus, Subject
 from memory.records.selectors import effective_status, memory_get, memory_history, memory_list
+from memory.records.services import memory_correct
 from memory.scope import Scope
 from memory.tombstones import subject_hash
 

@@ -12,7 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api.authentication import AgentKeyAuthentication, principal_of, scope_of
+from api.authentication import AgentKeyAuthentication, grant_of, scope_of
 from memory.deletion.export import export_json
 from memory.deletion.models import DeletionJob
 from memory.deletion.presenters import job_payload
@@ -45,17 +45,15 @@ class ErasedSubjectTolerantAuthentication(AgentKeyAuthentication):
         except TokenInvalid as err:  # pragma: no cover - the parent already verified it
             raise exceptions.AuthenticationFailed(err.detail, code=err.code) from err
         return Scope(tenant_id=key.tenant_id, subject_id=0, subject_external_id=claims.subject_external_id,
-                     permissions=frozenset(key.permissions), namespaces=None, actor=f"agent_key:{key.pk}",
-                     agent_key_id=key.pk)
+                     permissions=frozenset(key.permissions), namespaces=grant_of(key, claims),
+                     actor=f"agent_key:{key.pk}", agent_key_id=key.pk)
 
 
 class DeletionDetailApi(APIView):
     authentication_classes = [ErasedSubjectTolerantAuthentication]
 
     def get(self, request: Request, deletion_id: str) -> Response:
-        scope = scope_of(request)
-        job = deletion_get(tenant_id=scope.tenant_id, subject_external_id=scope.subject_external_id,
-                           deletion_id=deletion_id)
+        job = deletion_get(scope=scope_of(request), deletion_id=deletion_id)
         body: dict[str, Any] = dict(job_payload(job))
         body["status_url"] = request.path
         return Response(body)
@@ -68,7 +66,6 @@ class SubjectEraseApi(APIView):
 
 class ExportApi(APIView):
     def get(self, request: Request) -> HttpResponse:
-        principal_of(request)
         response = HttpResponse(export_json(scope=scope_of(request)), content_type="application/json")
         response["Content-Disposition"] = 'attachment; filename="engram-export.json"'
         return response

@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 from api.authentication import scope_of
 from api.exceptions import _sentence
 from api.fields import NameField, StrictSerializer, check_json_value
-from memory.errors import EngramError, Forbidden, InvalidInput
+from memory.errors import EngramError, InvalidInput
 from memory.knowledge.deletion import deletion_payload, document_delete
 from memory.knowledge.models import Document
 from memory.knowledge.selectors import document_chunks, document_get, document_list
@@ -24,7 +24,6 @@ from memory.knowledge.services import (
     document_ingest,
     max_document_chars,
 )
-from memory.scope import READ, Scope
 
 MIME_TYPES = ("text/plain", "text/markdown", "text/html")
 
@@ -84,11 +83,6 @@ def _input(data: dict[str, Any]) -> DocumentInput:
                          metadata=dict(data["metadata"]))
 
 
-def _require_read(scope: Scope) -> None:
-    if not scope.can(READ):
-        raise Forbidden("This agent key lacks the read scope.", code="insufficient_scope")
-
-
 def _ingest_body(result: IngestResult) -> dict[str, Any]:
     return {**document_payload(result.document), "result": result.status}
 
@@ -101,7 +95,6 @@ class DocumentListCreateApi(APIView):
 
     def get(self, request: Request) -> Response:
         scope = scope_of(request)
-        _require_read(scope)
         filters = self.FilterIn(data=request.query_params)
         filters.is_valid(raise_exception=True)
         f = filters.validated_data
@@ -147,9 +140,7 @@ class DocumentBatchApi(APIView):
 
 class DocumentDetailApi(APIView):
     def get(self, request: Request, document_id: int) -> Response:
-        scope = scope_of(request)
-        _require_read(scope)
-        document = document_get(scope=scope, document_id=document_id)
+        document = document_get(scope=scope_of(request), document_id=document_id)
         chunks = [{"ordinal": c.ordinal, "char_start": c.char_start, "char_end": c.char_end,
                    "tokens": c.token_count, "text": c.text} for c in document_chunks(document=document)]
         return Response({**document_payload(document), "chunks": chunks})

@@ -21,18 +21,21 @@ from api.fields import (
     text_field,
 )
 from memory.content import unseal_parts
-from memory.deletion.services import memory_correct
 from memory.errors import EngramError, InvalidInput
 from memory.ids import new_event_id
 from memory.models import MemoryType, RecordStatus, SourceType
-from memory.records.gate import MAX_BATCH, ItemResult, memory_write_batch
 from memory.records.presenters import record_payload
 from memory.records.selectors import memory_get, memory_history, memory_list
 from memory.records.services import (
+    MAX_BATCH,
     OUTCOME_SOURCE_TYPES,
+    ItemResult,
     RecordInput,
+    WriteResult,
     candidate_submit,
+    memory_correct,
     memory_write,
+    memory_write_batch,
     outcome_record,
 )
 
@@ -144,12 +147,18 @@ class MemoryListCreateApi(APIView):
         return _write_response(result)
 
 
-def _write_response(result: Any) -> Response:
-    body: dict[str, Any] = dict(record_payload(result.record))
-    if result.decision is not None:
-        body["policy"] = {"outcome": result.decision.outcome.value, "reason": result.decision.reason}
-        if result.conflict_with:
-            body["policy"]["conflict_with"] = result.conflict_with
+def _policy(result: WriteResult) -> dict[str, Any]:
+    """How precedence placed a new record (nothing for a replay)."""
+    if result.decision is None:
+        return {}
+    policy: dict[str, Any] = {"outcome": result.decision.outcome.value, "reason": result.decision.reason}
+    if result.conflict_with:
+        policy["conflict_with"] = result.conflict_with
+    return {"policy": policy}
+
+
+def _write_response(result: WriteResult) -> Response:
+    body: dict[str, Any] = {**record_payload(result.record), **_policy(result)}
     return Response(body, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
 
 
@@ -287,12 +296,8 @@ def _error(index: int, exc: EngramError) -> dict[str, Any]:
 
 
 def _result(index: int, result: ItemResult) -> dict[str, Any]:
-    if result.error is not None or result.record is None:
+    written = result.written
+    if result.error is not None or written is None:
         return _error(index, result.error or InvalidInput("The item was not written."))
-    body: dict[str, Any] = {"index": index, "status": result.status, "http_status": 201 if result.created else 200,
-                            "memory_id": result.record.pk, "record": record_payload(result.record)}
-    if result.decision is not None:
-        body["policy"] = {"outcome": result.decision.outcome.value, "reason": result.decision.reason}
-        if result.conflict_with:
-            body["policy"]["conflict_with"] = result.conflict_with
-    return body
+    return {"index": index, "status": result.status, "http_status": 201 if written.created else 200,
+            "memory_id": written.record.pk, "record": record_payload(written.record), **_policy(written)}

@@ -1,8 +1,10 @@
 """Reviewers' decisions on candidates and conflicts. Every one is a transactional, audited service.
 
-Approval goes through ``store_confirmed`` with ``source_type="model_inferred"``, so the precedence
-policy applies exactly as on the API: an approved inference never outranks an explicit statement,
-an org record or a verified outcome (it is kept inactive), and the reviewer is the audit actor.
+Approval goes through the write gate (memory/records/gate.py) with ``source_type="model_inferred"``,
+so the checks and the precedence policy apply exactly as on the API: the class must take
+candidates, an approved inference never outranks an explicit statement, an org record or a
+verified outcome (it is kept inactive), and the reviewer is the audit actor. The gate writes the
+record's audit row (``memory.approve``); the decision on the candidate has its own row.
 """
 
 from __future__ import annotations
@@ -17,13 +19,12 @@ from django.utils import timezone
 from memory.audit import audit
 from memory.content import unseal_parts
 from memory.errors import Conflict as ConflictError
-from memory.errors import EngramError, Forbidden, InvalidInput, NotFound, PolicyRefused
+from memory.errors import EngramError, Forbidden, InvalidInput, NotFound
 from memory.models import Candidate, Conflict, MemoryRecord, RecordStatus, SourceType
 from memory.normalise import fact_hash
 from memory.policy.classes import class_for_namespace, readable_by
-from memory.records.services import RecordInput, WriteResult, lock_key, refuse_secrets, store_confirmed
+from memory.records.gate import RecordInput, Write, WriteResult, lock_record_keys, write_one
 from memory.scope import WRITE, Scope
-from memory.tombstones import is_tombstoned
 
 User = AbstractBaseUser | AnonymousUser
 MAX_REASON = 200
@@ -61,7 +62,7 @@ def _reviewable_candidate(reviewer: User, candidate_id: str) -> Candidate:
 def _locked_for_decision(reviewer: User, candidate_id: str) -> Candidate:
     """Lock order as in consolidation: key lock, then the candidate row."""
     peek = _reviewable_candidate(reviewer, candidate_id)
-    lock_key(peek.tenant_id, peek.subject_id, peek.namespace, peek.field)
+    lock_record_keys(peek.tenant_id, peek.subject_id, [(peek.namespace, peek.field)])
     candidate = (Candidate.objects.select_for_update(of=("self",)).select_related("subject", "source_event")
                  .get(pk=peek.pk))
     if candidate.status != Candidate.Status.REVIEW:
@@ -79,32 +80,26 @@ def _scope_for(candidate: Candidate, reviewer: User) -> Scope:
 def _approve(*, reviewer: User, candidate_id: str, value: Any, text: str, edited: bool) -> Approval:
     candidate = _locked_for_decision(reviewer, candidate_id)
     memory_class = class_for_namespace(tenant_id=candidate.tenant_id, namespace=candidate.namespace)
-    if memory_class is None:
-        raise PolicyRefused(f"No memory class covers namespace '{candidate.namespace}' any more.")
-    if edited and not readable_by(memory_class, "reviewer"):
+    if edited and memory_class is not None and not readable_by(memory_class, "reviewer"):
         raise Forbidden("Reviewers may not read this class, so they cannot rewrite its content.",
                         code="class_not_readable")
     if not text.strip():
         raise InvalidInput("The sentence of an approved memory cannot be empty.", code="empty_text")
-    refuse_secrets({"value": value, "text": text})
     event = candidate.source_event
     if event is None:
         raise ConflictError("The candidate's source event was deleted; it cannot be approved.", code="tombstoned")
-    event_ids = sorted({event.external_id, *[e.get("event_id") for e in candidate.evidence if e.get("event_id")]})
-    if is_tombstoned(tenant_id=candidate.tenant_id, subject_external_id=candidate.subject.external_id,
-                     namespace=candidate.namespace, field=candidate.field, value=value, event_ids=event_ids):
-        raise ConflictError("This content or its source was deleted; approving cannot recreate it.",
-                            code="tombstoned")
     item = RecordInput(namespace=candidate.namespace, kind=candidate.kind, field=candidate.field, value=value,
                        text=text, event_id=event.external_id, source_type=SourceType.MODEL_INFERRED,
                        memory_type=candidate.memory_type)
-    result = store_confirmed(scope=_scope_for(candidate, reviewer), item=item, memory_class=memory_class,
-                             event=event, actor_action="memory.approve")
-    # store_confirmed retires the unreviewed candidate records of this key once the approved record is active.
+    evidence_events = tuple(sorted({e["event_id"] for e in candidate.evidence if e.get("event_id")}))
+    # The gate retires the unreviewed candidate records of this key once the approved record is active.
+    result = write_one(scope=_scope_for(candidate, reviewer), write=Write(
+        item=item, action="memory.approve", event=event, tombstone_value=True, tombstone_events=evidence_events,
+        audit={"candidate_id": candidate.pk, "edited": edited}))
+    assert result.decision is not None
     Candidate.objects.filter(pk=candidate.pk).update(
         status=Candidate.Status.APPROVED, result_record=result.record, decided_by_id=reviewer.pk,
         decided_at=timezone.now(), updated_at=timezone.now())
-    assert result.decision is not None
     audit(actor=_actor(reviewer), action="candidate.edit_approve" if edited else "candidate.approve",
           object_type="candidate", object_id=candidate.pk, tenant_id=candidate.tenant_id,
           subject_id=candidate.subject_id,
@@ -151,7 +146,7 @@ def _locked_conflict(reviewer: User, conflict_id: int) -> tuple[Conflict, list[M
     peek = Conflict.objects.filter(pk=conflict_id, tenant__reviewers=reviewer.pk).first()
     if peek is None:
         raise NotFound(f"No conflict '{conflict_id}' in your review queues.")
-    lock_key(peek.tenant_id, peek.subject_id, peek.namespace, peek.field)
+    lock_record_keys(peek.tenant_id, peek.subject_id, [(peek.namespace, peek.field)])
     conflict = Conflict.objects.select_for_update().get(pk=peek.pk)
     if conflict.status != Conflict.Status.OPEN:
         raise ConflictError(f"Conflict '{conflict_id}' was already resolved.", code="already_decided")

@@ -15,11 +15,11 @@ from django.core import signing
 from django.db import IntegrityError, transaction
 
 from memory.audit import audit
-from memory.errors import InvalidInput
+from memory.errors import Forbidden, InvalidInput
 from memory.models import AgentKey, MemoryClass, Subject, Tenant
-from memory.namespaces import InvalidNamespace, to_path
+from memory.namespaces import InvalidNamespace, is_under, to_path
 from memory.policy.defaults import DEFAULT_CLASSES
-from memory.scope import ALL_PERMISSIONS
+from memory.scope import ALL_PERMISSIONS, MINT, require_permission
 
 KEY_PREFIX = "egk_"
 TOKEN_PREFIX = "ept_"
@@ -107,14 +107,24 @@ class TokenInvalid(Exception):
 
 
 def principal_token_mint(*, tenant: Tenant, subject_external_id: str, ttl: int | None = None,
-                         namespaces: list[str] | None = None, actor: str = "system") -> tuple[str, Subject, int]:
-    """Sign a token naming tenant + subject (+ namespace grants). Creates a user subject if none exists."""
+                         namespaces: list[str] | None = None, actor: str = "system",
+                         minted_by: AgentKey | None = None) -> tuple[str, Subject, int]:
+    """Sign a token naming tenant + subject (+ namespace grants). Creates a user subject if none exists.
+
+    ``minted_by`` is the agent key asking (None for an operator's command): it needs the mint scope,
+    and the token is never wider than the key. A restricted key mints tokens restricted to its own
+    prefixes by default, and asking for a namespace outside them is 403 ``namespace_forbidden``
+    (the token would otherwise widen any other key of the tenant it is sent with)."""
+    if minted_by is not None:
+        require_permission(minted_by.permissions, MINT)
     max_ttl = settings.ENGRAM_PRINCIPAL_TOKEN_MAX_TTL
     ttl = settings.ENGRAM_PRINCIPAL_TOKEN_TTL if ttl is None else ttl
     if not 1 <= ttl <= max_ttl:
         raise InvalidInput(f"ttl must be between 1 and {max_ttl} seconds.",
                            code="invalid_ttl")
     grants = _validate_namespaces(namespaces)
+    if minted_by is not None and minted_by.namespaces is not None:
+        grants = _within_key(grants, minted_by.namespaces)
     subject = subject_get_or_create(tenant=tenant, external_id=subject_external_id)
     expires_at = int(time.time()) + ttl
     payload: dict[str, Any] = {"t": tenant.pk, "s": subject.external_id, "exp": expires_at}
@@ -124,6 +134,15 @@ def principal_token_mint(*, tenant: Tenant, subject_external_id: str, ttl: int |
     audit(actor=actor, action="principal_token.mint", object_type="subject", object_id=str(subject.pk),
           tenant_id=tenant.pk, subject_id=subject.pk, data={"ttl": ttl, "namespaces": grants})
     return token, subject, expires_at
+
+
+def _within_key(grants: list[str] | None, key_prefixes: list[str]) -> list[str]:
+    if grants is None:
+        return sorted(key_prefixes)
+    outside = [g for g in grants if not any(is_under(g, p) for p in key_prefixes)]
+    if outside:
+        raise Forbidden(f"The agent key may not grant namespace(s) {', '.join(outside)}.", code="namespace_forbidden")
+    return grants
 
 
 def principal_token_verify(token: str) -> PrincipalClaims:

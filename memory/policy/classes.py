@@ -6,10 +6,13 @@ from memory.errors import PolicyRefused
 from memory.models import MemoryClass
 from memory.namespaces import is_under
 
-# What each write path needs from the class's model permission.
-WRITE_PATH_NEEDS = {
+# What each write path needs from the class's model permission. The model permission governs what
+# agents (and the model's inferences, once approved or kept) may store; "owner" is the person
+# correcting their own memory from /me/, which no model permission restricts.
+WRITE_PATH_NEEDS: dict[str, set[str]] = {
     "confirmed": {MemoryClass.ModelPermission.WRITE},
     "candidate": {MemoryClass.ModelPermission.WRITE, MemoryClass.ModelPermission.PROPOSE},
+    "owner": set(MemoryClass.ModelPermission.values),
 }
 
 
@@ -34,7 +37,7 @@ def class_for_namespace(*, tenant_id: int, namespace: str) -> MemoryClass | None
 
 
 def require_class(*, tenant_id: int, namespace: str, path: str) -> MemoryClass:
-    """The class for a write on ``path`` ("confirmed" or "candidate"), or 422 class_not_allowed."""
+    """The class for a write on ``path`` (a key of WRITE_PATH_NEEDS), or 422 class_not_allowed."""
     return check_class(class_for_namespace(tenant_id=tenant_id, namespace=namespace), namespace=namespace, path=path)
 
 

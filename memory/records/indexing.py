@@ -9,8 +9,7 @@ from django.db.models import Expression
 from django.db.models.fields.json import KT
 
 from memory.models import MemoryRecord
-
-TEXT_SEARCH_CONFIG = "english"
+from memory.search import TEXT_SEARCH_CONFIG
 
 
 def record_search_vector() -> Expression:

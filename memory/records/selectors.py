@@ -1,4 +1,5 @@
-"""Reads of long-term memory. Every one starts from MemoryRecord.objects.for_scope(scope)."""
+"""Reads of long-term memory records. Each asks the scope for ``read``, then starts from
+MemoryRecord.objects.for_scope(scope): tenant, subject, namespace grant and class readers in SQL."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from django.utils import timezone
 
 from memory.errors import NotFound
 from memory.models import MemoryRecord, RecordStatus
-from memory.scope import Scope
+from memory.scope import READ, Scope
 
 
 def effective_status(record: MemoryRecord) -> str:
@@ -19,6 +20,7 @@ def effective_status(record: MemoryRecord) -> str:
 
 def memory_list(*, scope: Scope, namespace: str | None = None, kind: str | None = None,
                 status: str | None = None) -> QuerySet[MemoryRecord]:
+    scope.require(READ)
     qs = MemoryRecord.objects.for_scope(scope).select_related("memory_class", "source_event", "subject")
     if namespace:
         qs = qs.under([namespace])
@@ -35,6 +37,7 @@ def memory_list(*, scope: Scope, namespace: str | None = None, kind: str | None 
 
 
 def memory_get(*, scope: Scope, memory_id: str) -> MemoryRecord:
+    scope.require(READ)
     record = (MemoryRecord.objects.for_scope(scope).select_related("memory_class", "source_event", "subject")
               .filter(pk=memory_id).first())
     if record is None:

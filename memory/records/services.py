@@ -1,281 +1,72 @@
-"""The three write paths: explicit user statement, deterministic outcome, model-inferred candidate.
+"""Writes of long-term memory: explicit statements, outcomes, batches, corrections and candidates.
 
-Each is one transactional service. Order inside every path:
-permission -> namespace scope -> secret scan (before anything is written, so a secret reaches no
-table, the event log included) -> memory class policy -> idempotency on source.event_id ->
-precedence under a lock on the (subject, namespace, field) key -> audit -> tasks queued on commit.
+Every service that creates or changes a record hands its items to the write gate
+(memory/records/gate.py) and returns the gate's ``WriteResult``; what differs between them is only
+what they check before (the source type a path takes, that a corrected record is active) and what
+they do after (a correction marks the summaries that cite the old record stale). A model-inferred
+candidate is not a record: it passes the gate's checks (permission, namespace, secrets, class
+policy, idempotency) and is stored pending, for consolidation.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
-from django.db.models import BooleanField
-from django.db.models.expressions import RawSQL
+from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django_q.tasks import async_task
 
 from memory.audit import audit
-from memory.content import seal, seal_candidate, seal_text
+from memory.content import seal_candidate, unseal
 from memory.errors import Conflict as ConflictError
-from memory.errors import Forbidden, InvalidInput, SecretDetected
-from memory.models import (
-    Candidate,
-    Confidence,
-    Conflict,
-    Event,
-    MemoryClass,
-    MemoryRecord,
-    RecordStatus,
-    SourceType,
-)
+from memory.errors import InvalidInput, NotFound
+from memory.ids import new_event_id
+from memory.models import Candidate, MemoryRecord, RecordStatus, SourceType
 from memory.normalise import fact_hash, payload_hash
-from memory.policy import precedence
-from memory.policy.classes import require_class
-from memory.policy.secrets import describe, scan_payload
-from memory.records.indexing import refresh_search_vectors
+from memory.records.gate import (
+    MAX_BATCH,
+    ItemResult,
+    RecordInput,
+    Write,
+    WriteResult,
+    check_item,
+    claim_events,
+    reused_error,
+    tombstoned_error,
+    write_one,
+    write_records,
+)
 from memory.scope import PROPOSE, WRITE, Scope
 from memory.tombstones import is_tombstoned
 
 OUTCOME_SOURCE_TYPES = (SourceType.VERIFIED_OUTCOME, SourceType.SYSTEM_OF_RECORD, SourceType.ORG_RECORD)
+# Quoted text shorter than this is too common to tie a summary to a corrected record ("yes", "1").
+MIN_QUOTE_CHARS = 4
+
+__all__ = ["MAX_BATCH", "OUTCOME_SOURCE_TYPES", "ItemResult", "RecordInput", "WriteResult", "candidate_submit",
+           "memory_correct", "memory_write", "memory_write_batch", "outcome_record"]
 
 
-@dataclass
-class WriteResult:
-    record: MemoryRecord
-    created: bool
-    decision: precedence.Decision | None = None
-    conflict_with: list[str] = field(default_factory=list)
-
-
-@dataclass
-class CandidateResult:
-    candidate: Candidate
-    created: bool
-
-
-@dataclass(frozen=True)
-class RecordInput:
-    """A validated write, as the API serializers and the batch importer produce it."""
-
-    namespace: str
-    kind: str
-    field: str
-    value: Any
-    text: str
-    event_id: str
-    source_type: str = SourceType.EXPLICIT_USER_STATEMENT
-    memory_type: str = "semantic"
-    event_text: str = ""
-    occurred_at: dt.datetime | None = None
-    valid_from: dt.datetime | None = None
-    valid_until: dt.datetime | None = None
-    source_ref: dict[str, Any] | None = None
-
-    def canonical(self) -> dict[str, Any]:
-        """What makes two writes with the same event id 'the same write'."""
-        return {
-            "namespace": self.namespace, "kind": self.kind, "field": self.field, "value": self.value,
-            "text": self.text, "source_type": self.source_type, "memory_type": self.memory_type,
-            "valid_from": self.valid_from, "valid_until": self.valid_until, "source_ref": self.source_ref,
-        }
-
-
-def _require(scope: Scope, *permissions: str) -> None:
-    if not any(scope.can(p) for p in permissions):
-        raise Forbidden(
-            f"This agent key lacks the {' or '.join(permissions)} scope.", code="insufficient_scope"
-        )
-
-
-def _require_namespace(scope: Scope, namespace: str) -> None:
-    if not scope.allows_namespace(namespace):
-        raise Forbidden(f"The principal may not write to namespace '{namespace}'.", code="namespace_forbidden")
-
-
-def refuse_secrets(payload: dict[str, Any]) -> None:
-    findings = scan_payload(payload)
-    if findings:
-        raise SecretDetected(describe(findings))
-
-
-def lock_key(tenant_id: int, subject_id: int, namespace: str, field: str) -> None:
-    """Serialise writers of one (subject, namespace, field).
-
-    Race: two writers for the same field both read "no active record" and both insert an active
-    head. Row locks cannot help when no row exists yet, so we take a transaction-scoped advisory
-    lock named by the key; it is released at commit or rollback.
-    """
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-            [f"memory-key:{tenant_id}:{subject_id}:{namespace}:{field}"],
-        )
-
-
-def _event_get_or_create(*, scope: Scope, item: RecordInput, source_type: str,
-                         memory_class: MemoryClass) -> tuple[Event, bool]:
-    """Idempotency: one Event per (tenant, subject, event_id). Concurrent twins block on the unique
-    index until the first commits, then read its row. A replay is recognised by the payload hash, never
-    by the stored text, which is sealed (randomised ciphertext) when the class requires encryption."""
-    digest = payload_hash(item.canonical())
-    try:
-        with transaction.atomic():
-            event, created = Event.objects.get_or_create(
-                tenant_id=scope.tenant_id, subject_id=scope.subject_id, external_id=item.event_id,
-                defaults={"source_type": source_type, "payload_hash": digest, "actor": scope.actor,
-                          "text": seal_text(memory_class, item.event_text or item.text),
-                          "occurred_at": item.occurred_at},
-            )
-    except IntegrityError:
-        event = Event.objects.get(tenant_id=scope.tenant_id, subject_id=scope.subject_id,
-                                  external_id=item.event_id)
-        created = False
-    if not created and event.payload_hash != digest:
-        raise ConflictError(
-            f"Event '{item.event_id}' was already used for a different write; use a new event id.",
-            code="idempotency_conflict",
-        )
-    return event, created
-
-
-def _live_heads(scope: Scope, namespace: str, field_name: str) -> list[MemoryRecord]:
-    """The active confirmed records of one key, locked.
-
-    Deliberately not ``for_scope``: precedence must see every head of the subject's key, including
-    classes whose "allowed readers" exclude the writer, or a write could leave two active heads.
-    The writer's own namespace permission was checked before this point.
-    """
-    return list(
-        MemoryRecord.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id).live()
-        .filter(namespace=namespace, field=field_name, confidence=Confidence.CONFIRMED)
-        .select_for_update(of=("self",)).order_by("-created_at")
-    )
-
-
-def new_record(*, scope: Scope, item: RecordInput, memory_class: MemoryClass, event: Event | None,
-               decision: precedence.Decision, heads: list[MemoryRecord], content_hash: str,
-               now: dt.datetime) -> MemoryRecord:
-    """The unsaved confirmed record for ``item``, placed as the precedence decision says.
-
-    Shared by the single write (store_confirmed) and the batch writer, so both seal content, apply
-    the class TTL and link a lower-authority write to what outranks it in exactly the same way.
-    """
-    valid_from = item.valid_from or now
-    valid_until = item.valid_until
-    if valid_until is None and memory_class.default_ttl is not None:
-        valid_until = valid_from + memory_class.default_ttl
-    fact: dict[str, Any] = {"field": item.field, "value": item.value}
-    if item.source_ref is not None:
-        fact["reference"] = item.source_ref
-    stored_fact, stored_text = seal(memory_class, fact, item.text)
-    record = MemoryRecord(
-        tenant_id=scope.tenant_id, subject_id=scope.subject_id, namespace=item.namespace, kind=item.kind,
-        memory_type=item.memory_type, field=item.field, fact=stored_fact, text=stored_text,
-        source_type=item.source_type, source_event=event, source_ref=item.source_ref,
-        confidence=Confidence.CONFIRMED, sensitivity=memory_class.sensitivity, memory_class=memory_class,
-        valid_from=valid_from, valid_until=valid_until, content_hash=content_hash,
-    )
-    if decision.outcome is precedence.Outcome.KEEP_INACTIVE:
-        record.status = RecordStatus.SUPERSEDED
-        record.status_reason = decision.reason
-        record.superseded_by = min(heads, key=lambda h: precedence.rank(h.source_type))
-    elif decision.outcome is precedence.Outcome.SUPERSEDE:
-        record.supersedes = heads[0]
-    return record
-
-
-def key_in(keys: list[tuple[str, str]]) -> RawSQL:
-    """``(namespace, field) IN (...)`` over two arrays: one parameter pair however many keys
-    (hundreds of OR-ed Q objects take longer to compile than to run)."""
-    return RawSQL('("memory_memoryrecord"."namespace", "memory_memoryrecord"."field") IN '
-                  "(SELECT * FROM unnest(%s::text[], %s::text[]))",
-                  ([k[0] for k in keys], [k[1] for k in keys]), output_field=BooleanField())
-
-
-def retire_candidate_records(*, tenant_id: int, subject_id: int, answers: dict[tuple[str, str], MemoryRecord],
-                             reason: str) -> list[MemoryRecord]:
-    """Unreviewed ``confidence="candidate"`` records step aside for the confirmed record now answering their key.
-
-    A model's inference never outranks a confirmed fact (precedence), so once an explicit statement, an
-    outcome or an approved inference is active for (namespace, field), a live candidate record of that key
-    must stop being served beside it. Caller holds the key locks. Returns the retired records.
-    """
-    if not answers:
-        return []
-    retired = list(MemoryRecord.objects.live().alias(key_match=key_in(sorted(answers)))
-                   .filter(key_match=True, tenant_id=tenant_id, subject_id=subject_id, confidence=Confidence.CANDIDATE))
-    for record in retired:
-        record.status, record.status_reason = RecordStatus.SUPERSEDED, reason
-        record.superseded_by = answers[(record.namespace, record.field)]
-    MemoryRecord.objects.bulk_update(retired, ["status", "status_reason", "superseded_by"])
-    return retired
-
-
-def store_confirmed(*, scope: Scope, item: RecordInput, memory_class: MemoryClass, event: Event,
-                    actor_action: str) -> WriteResult:
-    """Insert a confirmed record and apply precedence. Caller holds the transaction."""
-    lock_key(scope.tenant_id, scope.subject_id, item.namespace, item.field)
-    content_hash = fact_hash(item.field, item.value)
-    heads = _live_heads(scope, item.namespace, item.field)
-    decision = precedence.decide(new_source_type=item.source_type, new_content_hash=content_hash, heads=heads)
-    record = new_record(scope=scope, item=item, memory_class=memory_class, event=event, decision=decision,
-                        heads=heads, content_hash=content_hash, now=timezone.now())
-    conflict_with: list[str] = []
-    record.save(force_insert=True)
-    if decision.outcome is precedence.Outcome.SUPERSEDE:
-        MemoryRecord.objects.filter(pk__in=[h.pk for h in heads]).update(
-            status=RecordStatus.SUPERSEDED, superseded_by=record, status_reason=decision.reason
-        )
-    elif decision.outcome is precedence.Outcome.CONFLICT:
-        conflict = Conflict.objects.create(tenant_id=scope.tenant_id, subject_id=scope.subject_id,
-                                           namespace=item.namespace, field=item.field)
-        conflict.records.add(record, *heads)
-        conflict_with = [h.pk for h in heads]
-    retired: list[MemoryRecord] = []
-    if record.status == RecordStatus.ACTIVE:
-        retired = retire_candidate_records(tenant_id=scope.tenant_id, subject_id=scope.subject_id,
-                                           answers={(item.namespace, item.field): record},
-                                           reason=f"confirmed record ({item.source_type})")
-    refresh_search_vectors([record.pk])
-    audit(actor=scope.actor, action=actor_action, object_type="memory", object_id=record.pk,
-          tenant_id=scope.tenant_id, subject_id=scope.subject_id,
-          data={"event_id": event.pk, "outcome": decision.outcome.value, "reason": decision.reason,
-                "superseded": [h.pk for h in heads] if decision.outcome is precedence.Outcome.SUPERSEDE else [],
-                "conflict_with": conflict_with, "retired_candidates": [r.pk for r in retired]})
-    if memory_class.embed:
-        transaction.on_commit(lambda: async_task("memory.records.tasks.embed_records", [record.pk]))
-    record.refresh_from_db()
-    return WriteResult(record=record, created=True, decision=decision, conflict_with=conflict_with)
-
-
-def _check_write(scope: Scope, item: RecordInput, *, path: str, permissions: tuple[str, ...],
-                 extra: dict[str, Any] | None = None) -> MemoryClass:
-    _require(scope, *permissions)
-    _require_namespace(scope, item.namespace)
-    refuse_secrets({**item.canonical(), "event_id": item.event_id, "event_text": item.event_text,
-                    **(extra or {})})
-    return require_class(tenant_id=scope.tenant_id, namespace=item.namespace, path=path)
-
-
-def _replay(event: Event) -> WriteResult:
-    record = MemoryRecord.objects.filter(source_event=event).order_by("created_at").first()
-    if record is None:
-        raise ConflictError("This event was consumed by another write path.", code="idempotency_conflict")
-    return WriteResult(record=record, created=False)
+def _action_for(item: RecordInput) -> str:
+    """The audit action of an agent's confirmed write, which also says the source types it takes."""
+    if item.source_type == SourceType.EXPLICIT_USER_STATEMENT:
+        return "memory.write"
+    if item.source_type in OUTCOME_SOURCE_TYPES:
+        return "outcome.record"
+    raise InvalidInput(f"A record's source.type is explicit_user_statement or one of "
+                       f"{', '.join(OUTCOME_SOURCE_TYPES)}; use /candidates for model_inferred.",
+                       code="invalid_source_type")
 
 
 @transaction.atomic
 def memory_write(*, scope: Scope, item: RecordInput) -> WriteResult:
-    """Explicit user statement: confirmed at once, after policy checks."""
+    """Explicit user statement: confirmed at once, after the gate."""
     if item.source_type != SourceType.EXPLICIT_USER_STATEMENT:
         raise InvalidInput("POST /memories takes explicit_user_statement sources; use /outcomes otherwise.",
                            code="invalid_source_type")
-    memory_class = _check_write(scope, item, path="confirmed", permissions=(WRITE,))
-    return _write_confirmed(scope=scope, item=item, memory_class=memory_class, action="memory.write")
+    return write_one(scope=scope, write=Write(item=item, action="memory.write"))
 
 
 @transaction.atomic
@@ -284,35 +75,105 @@ def outcome_record(*, scope: Scope, item: RecordInput) -> WriteResult:
     if item.source_type not in OUTCOME_SOURCE_TYPES:
         raise InvalidInput(f"An outcome's source.type is one of {', '.join(OUTCOME_SOURCE_TYPES)}.",
                            code="invalid_source_type")
-    memory_class = _check_write(scope, item, path="confirmed", permissions=(WRITE,))
-    return _write_confirmed(scope=scope, item=item, memory_class=memory_class, action="outcome.record")
+    return write_one(scope=scope, write=Write(item=item, action="outcome.record"))
 
 
-def _write_confirmed(*, scope: Scope, item: RecordInput, memory_class: MemoryClass, action: str) -> WriteResult:
-    if is_tombstoned(tenant_id=scope.tenant_id, subject_external_id=scope.subject_external_id,
-                     namespace=item.namespace, field=item.field, value=None, event_ids=[item.event_id]):
-        raise ConflictError("This event's content was deleted; a replay cannot recreate it.", code="tombstoned")
-    event, created = _event_get_or_create(scope=scope, item=item, source_type=item.source_type,
-                                          memory_class=memory_class)
-    if not created:
-        return _replay(event)
-    return store_confirmed(scope=scope, item=item, memory_class=memory_class, event=event, actor_action=action)
+@transaction.atomic
+def memory_write_batch(*, scope: Scope, items: list[RecordInput], embed_now: bool = False) -> list[ItemResult]:
+    """Up to MAX_BATCH explicit statements or outcomes; one result per item, in order, each item
+    through the gate exactly as a single write. A batch is never half-written: items that fail a
+    check are left out, the others are written in this one transaction."""
+    scope.require(WRITE)
+    if len(items) > MAX_BATCH:
+        raise InvalidInput(f"A batch holds at most {MAX_BATCH} items.", code="batch_too_large")
+    results: list[ItemResult | None] = [None] * len(items)
+    writes: list[tuple[int, Write]] = []
+    for index, item in enumerate(items):
+        try:
+            writes.append((index, Write(item=item, action=_action_for(item))))
+        except InvalidInput as exc:
+            results[index] = ItemResult(index=index, error=exc)
+    written = write_records(scope=scope, writes=[w for _, w in writes], embed_now=embed_now)
+    for (index, _), result in zip(writes, written, strict=True):
+        result.index = index
+        results[index] = result
+    return [r for r in results if r is not None]
+
+
+@dataclass
+class CorrectionResult:
+    record: MemoryRecord
+    previous: MemoryRecord
+
+
+@transaction.atomic
+def memory_correct(*, scope: Scope, memory_id: str, value: Any, text: str = "",
+                   event_text: str = "") -> CorrectionResult:
+    """A new explicit statement that supersedes ``memory_id``, through the write gate like any write
+    (an agent needs a class that takes confirmed writes; the person on /me/ corrects any record they
+    read). Summaries that cite the old record go stale and are regenerated by the threads area."""
+    scope.require(WRITE)
+    old = (MemoryRecord.objects.for_scope(scope).filter(pk=memory_id, subject_id=scope.subject_id)
+           .select_related("source_event").first())
+    if old is None:
+        raise NotFound(f"No memory '{memory_id}' in this scope.")
+    if old.status != RecordStatus.ACTIVE:
+        raise ConflictError(f"Only an active memory can be corrected; this one is {old.status}.", code="not_active")
+    if value is None and not text:
+        raise InvalidInput("Give the corrected value or text.")
+    old_fact, old_text = unseal(old)
+    if value is None:
+        value = old_fact.get("value")
+    item = RecordInput(namespace=old.namespace, kind=old.kind, field=old.field, value=value,
+                       text=text or f"{old.field}: {value}", event_id=new_event_id(),
+                       source_type=SourceType.EXPLICIT_USER_STATEMENT, memory_type=old.memory_type,
+                       event_text=event_text or text)
+    result = write_one(scope=scope, write=Write(item=item, action="memory.correct", corrects=old.pk,
+                                                audit={"corrects": old.pk}))
+    if result.record.status != RecordStatus.ACTIVE:  # rolls the whole correction back
+        raise ConflictError("A higher-authority record stands for this field; the correction cannot replace it.",
+                            code="correction_outranked")
+    _summaries_follow_correction(scope=scope, old=old, old_text=old_text)
+    old.refresh_from_db()
+    return CorrectionResult(record=result.record, previous=old)
+
+
+def _summaries_follow_correction(*, scope: Scope, old: MemoryRecord, old_text: str) -> None:
+    """Summaries that cite the corrected record (cover its source thread event, or quote its sentence)
+    go stale now and are regenerated by the threads area's task on commit."""
+    from memory.threads.models import Summary, ThreadEvent
+    from memory.threads.services.summaries import mark_stale, summaries_over
+
+    event_ids = [old.source_event.external_id] if old.source_event else []
+    events = ThreadEvent.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id, pk__in=event_ids)
+    quoting = Q(text__icontains=old_text) if len(old_text.strip()) >= MIN_QUOTE_CHARS else Q(pk__in=[])
+    citing = Summary.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id).filter(
+        Q(pk__in=summaries_over(events).values("pk")) | quoting)
+    mark_stale(citing, reason=f"memory {old.pk} was corrected", blank=False)
+
+
+@dataclass
+class CandidateResult:
+    candidate: Candidate
+    created: bool
 
 
 @transaction.atomic
 def candidate_submit(*, scope: Scope, item: RecordInput, evidence: list[dict[str, Any]] | None = None,
                      model_confidence: float | None = None) -> CandidateResult:
-    """Model-inferred candidate: stored pending, never a fact; consolidation decides on commit."""
+    """Model-inferred candidate: the gate's checks, then stored pending, never a fact; consolidation
+    decides on commit."""
+    scope.require(PROPOSE, WRITE)
     evidence = evidence or []
     if item.source_type != SourceType.MODEL_INFERRED:
         raise InvalidInput("A candidate's source.type is model_inferred.", code="invalid_source_type")
-    memory_class = _check_write(scope, item, path="candidate", permissions=(PROPOSE, WRITE),
-                                extra={"evidence": evidence})
+    memory_class = check_item(scope, item, path="candidate", extra={"evidence": evidence})
     if is_tombstoned(tenant_id=scope.tenant_id, subject_external_id=scope.subject_external_id,
                      namespace=item.namespace, field=item.field, value=None, event_ids=[item.event_id]):
-        raise ConflictError("This event's content was deleted; a replay cannot recreate it.", code="tombstoned")
-    event, created = _event_get_or_create(scope=scope, item=item, source_type=SourceType.MODEL_INFERRED,
-                                          memory_class=memory_class)
+        raise tombstoned_error()
+    event, created = claim_events(scope, [(item, memory_class)])[0]
+    if not created and event.payload_hash != payload_hash(item.canonical()):
+        raise reused_error(item.event_id)
     if not created:
         existing = Candidate.objects.filter(source_event=event).first()
         if existing is None:

@@ -8,8 +8,7 @@ from django.test.utils import CaptureQueriesContext
 
 from memory.embedder import get_embedder
 from memory.identity.services import subject_get_or_create
-from memory.records.gate import memory_write_batch
-from memory.records.services import RecordInput
+from memory.records.services import RecordInput, memory_write_batch
 from memory.retrieval import candidates as legs
 from memory.scope import Scope
 from tests.retrieval.conftest import RETRIEVE

@@ -20,8 +20,7 @@ from api.views.memories import BatchItemParser
 from memory.errors import EngramError
 from memory.identity.services import subject_get_or_create
 from memory.models import MemoryRecord, Tenant
-from memory.records.gate import MAX_BATCH, memory_write_batch
-from memory.records.services import RecordInput
+from memory.records.services import MAX_BATCH, RecordInput, memory_write_batch
 from memory.retrieval.embedding import embed_record_ids
 from memory.scope import WRITE, Scope
 
