@@ -113,6 +113,16 @@ def foreign_agent(make_agent: Any, other_tenant: Any) -> Agent:
     return make_agent(other_tenant, "usr_owner")
 
 
+@pytest.fixture
+def vault(tenant: Any) -> Any:
+    """A class agents may write that requires encryption at rest (and is not embedded)."""
+    from memory.models import MemoryClass
+
+    return MemoryClass.objects.create(
+        tenant=tenant, name="medical", namespace_prefix="user/medical", allowed_readers=["owner", "agent"],
+        model_permission="write", sensitivity="sensitive", encryption_required=True, embed=False)
+
+
 def memory_body(**overrides: Any) -> dict[str, Any]:
     body: dict[str, Any] = {
         "namespace": ["user", "travel_preferences"],

@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 from api.authentication import scope_of
 from api.exceptions import _sentence
 from api.fields import NameField, StrictSerializer, check_json_value
+from api.paging import PageIn, page_body, window
 from memory.errors import EngramError, InvalidInput
 from memory.knowledge.deletion import deletion_payload, document_delete
 from memory.knowledge.models import Document
@@ -88,21 +89,15 @@ def _ingest_body(result: IngestResult) -> dict[str, Any]:
 
 
 class DocumentListCreateApi(APIView):
-    class FilterIn(serializers.Serializer):
+    class FilterIn(PageIn):
         access_domain = NameField(required=False)
-        limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
-        offset = serializers.IntegerField(min_value=0, default=0)
 
     def get(self, request: Request) -> Response:
-        scope = scope_of(request)
         filters = self.FilterIn(data=request.query_params)
         filters.is_valid(raise_exception=True)
         f = filters.validated_data
-        page = list(document_list(scope=scope, access_domain=f.get("access_domain"))
-                    [f["offset"]: f["offset"] + f["limit"] + 1])
-        more = len(page) > f["limit"]
-        return Response({"results": [document_payload(d) for d in page[: f["limit"]]],
-                         "next_offset": f["offset"] + f["limit"] if more else None})
+        documents = document_list(scope=scope_of(request), access_domain=f.get("access_domain"))
+        return Response(page_body(list(documents[window(f)]), f, document_payload))
 
     def post(self, request: Request) -> Response:
         serializer = DocumentIn(data=request.data)

@@ -20,6 +20,7 @@ from api.fields import (
     check_json_value,
     text_field,
 )
+from api.paging import PageIn, page_body, window
 from memory.content import unseal_parts
 from memory.errors import EngramError, InvalidInput
 from memory.ids import new_event_id
@@ -122,12 +123,10 @@ def _validated(serializer_class: type[serializers.Serializer], request: Request)
 
 
 class MemoryListCreateApi(APIView):
-    class FilterIn(serializers.Serializer):
+    class FilterIn(PageIn):
         namespace = NamespaceField(required=False)
         kind = NameField(required=False)
         status = serializers.ChoiceField(choices=RecordStatus.choices, required=False)
-        limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
-        offset = serializers.IntegerField(min_value=0, default=0)
 
     def get(self, request: Request) -> Response:
         filters = self.FilterIn(data=request.query_params)
@@ -135,10 +134,7 @@ class MemoryListCreateApi(APIView):
         f = filters.validated_data
         records = memory_list(scope=scope_of(request), namespace=f.get("namespace"), kind=f.get("kind"),
                               status=f.get("status"))
-        page = list(records[f["offset"]: f["offset"] + f["limit"] + 1])
-        more = len(page) > f["limit"]
-        return Response({"results": [record_payload(r) for r in page[: f["limit"]]],
-                         "next_offset": f["offset"] + f["limit"] if more else None})
+        return Response(page_body(list(records[window(f)]), f, record_payload))
 
     def post(self, request: Request) -> Response:
         data = _validated(RecordIn, request)

@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from api.authentication import scope_of
 from api.fields import StrictSerializer, check_body_scope, check_json_value, text_field
+from api.paging import PageIn, page_body
 from memory.errors import InvalidInput
 from memory.scope import Scope
 from memory.threads import selectors
@@ -109,19 +110,13 @@ class ThreadListCreateApi(APIView):
         title = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
         metadata = serializers.JSONField(required=False, default=dict, validators=[_dict])
 
-    class FilterSerializer(serializers.Serializer):
-        limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
-        offset = serializers.IntegerField(min_value=0, default=0)
-
     def get(self, request: Request) -> Response:
-        filters = self.FilterSerializer(data=request.query_params)
+        filters = PageIn(data=request.query_params)
         filters.is_valid(raise_exception=True)
         f = filters.validated_data
         scope = scope_of(request)
         threads = selectors.thread_list(scope=scope, limit=f["limit"] + 1, offset=f["offset"])
-        more = len(threads) > f["limit"]
-        return Response({"results": [thread_payload(t, scope) for t in threads[: f["limit"]]],
-                         "next_offset": f["offset"] + f["limit"] if more else None})
+        return Response(page_body(threads, f, lambda t: thread_payload(t, scope)))
 
     def post(self, request: Request) -> Response:
         data = _validated(self.InputSerializer, request)

@@ -35,6 +35,7 @@ from memory.deletion.models import DeletionJob, DeletionStep
 from memory.embedder import get_embedder
 from memory.errors import NotFound
 from memory.models import Candidate, Event, MemoryRecord, RecordStatus, Subject, Tombstone
+from memory.records.selectors import supersession_chain
 from memory.scope import WRITE, Scope
 from memory.tombstones import content_hash_for, event_hash, subject_hash
 
@@ -129,22 +130,6 @@ def _related_candidates(records: list[MemoryRecord]) -> Any:
     return Candidate.objects.filter(match, tenant_id=first.tenant_id, subject_id=first.subject_id)
 
 
-def _with_history(record: MemoryRecord) -> list[MemoryRecord]:
-    """The record and the older versions it superseded: deleting a memory deletes its history."""
-    chain = [record]
-    seen = {record.pk}
-    older = record.supersedes_id
-    while older and older not in seen:
-        previous = MemoryRecord.objects.filter(pk=older, tenant_id=record.tenant_id,
-                                               subject_id=record.subject_id).first()
-        if previous is None:
-            break
-        chain.append(previous)
-        seen.add(previous.pk)
-        older = previous.supersedes_id
-    return chain
-
-
 def write_tombstones(*, tenant_id: int, subject_hash_value: str, items: list[dict[str, Any]]) -> int:
     expires = timezone.now() + tombstone_ttl()
     existing = set(Tombstone.objects.filter(tenant_id=tenant_id, subject_hash=subject_hash_value)
@@ -223,7 +208,9 @@ def memory_delete(*, scope: Scope, memory_id: str) -> DeletionJob:
         return _requeue_if_failed(job)
     if record.status == RecordStatus.DELETED:
         raise NotFound(f"No memory '{memory_id}' in this scope.")
-    plan = _plan_records(_with_history(record))
+    # Deleting a memory deletes its history: the versions it superseded go with it.
+    older = MemoryRecord.objects.filter(tenant_id=record.tenant_id, subject_id=record.subject_id)
+    plan = _plan_records(supersession_chain(older, record, newer=False))
     try:
         with transaction.atomic():
             return _create_job(scope=scope, kind=DeletionJob.Kind.MEMORY, plan=plan, memory_id=memory_id)

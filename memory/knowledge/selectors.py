@@ -7,12 +7,8 @@ from django.db.models import Count, QuerySet
 
 from memory.errors import NotFound
 from memory.knowledge.access import readable_domain_ids
-from memory.knowledge.models import AccessDomain, Chunk, Document
+from memory.knowledge.models import Chunk, Document
 from memory.scope import READ, Scope
-
-
-def readable_domains(*, scope: Scope) -> QuerySet[AccessDomain]:
-    return AccessDomain.objects.filter(tenant_id=scope.tenant_id, id__in=readable_domain_ids(scope))
 
 
 def documents_for_scope(*, scope: Scope) -> QuerySet[Document]:

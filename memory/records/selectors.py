@@ -49,23 +49,24 @@ def memory_get(*, scope: Scope, memory_id: str) -> MemoryRecord:
 def memory_history(*, scope: Scope, memory_id: str) -> list[MemoryRecord]:
     """The supersession chain through ``memory_id``, oldest first, all within the scope."""
     record = memory_get(scope=scope, memory_id=memory_id)
-    chain = [record]
     scoped = MemoryRecord.objects.for_scope(scope).select_related("memory_class", "source_event", "subject")
+    return supersession_chain(scoped, record)
+
+
+def supersession_chain(rows: QuerySet[MemoryRecord], record: MemoryRecord, *, newer: bool = True) -> list[MemoryRecord]:
+    """``record`` with the versions it superseded and (``newer``) those that superseded it, oldest
+    first, each read through ``rows`` (the chain stops at a version ``rows`` does not hold)."""
+    chain = [record]
     seen = {record.pk}
-    older = record.supersedes_id
-    while older and older not in seen:
-        previous = scoped.filter(pk=older).first()
-        if previous is None:
+    for link, forward in (("supersedes_id", False), ("superseded_by_id", True)):
+        if forward and not newer:
             break
-        chain.insert(0, previous)
-        seen.add(previous.pk)
-        older = previous.supersedes_id
-    newer = record.superseded_by_id
-    while newer and newer not in seen:
-        following = scoped.filter(pk=newer).first()
-        if following is None:
-            break
-        chain.append(following)
-        seen.add(following.pk)
-        newer = following.superseded_by_id
+        next_id = getattr(record, link)
+        while next_id and next_id not in seen:
+            found = rows.filter(pk=next_id).first()
+            if found is None:
+                break
+            chain.insert(len(chain) if forward else 0, found)
+            seen.add(found.pk)
+            next_id = getattr(found, link)
     return chain

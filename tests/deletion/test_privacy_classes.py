@@ -18,13 +18,6 @@ pytestmark = pytest.mark.django_db
 SECRET_WORDS = "peanutallergyzq"
 
 
-@pytest.fixture
-def vault(tenant):
-    return MemoryClass.objects.create(
-        tenant=tenant, name="medical", namespace_prefix="user/medical", allowed_readers=["owner", "agent"],
-        model_permission="write", sensitivity="sensitive", encryption_required=True, embed=False)
-
-
 def _write_sealed(agent) -> str:
     response = agent.post("/api/v1/memories", memory_body(
         namespace=["user", "medical"], kind="health", fact={"field": "allergy", "value": SECRET_WORDS},

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from django.db import transaction
 from django.urls import URLPattern, URLResolver, get_resolver
 
 METHODS = ("get", "post", "put", "patch", "delete")
@@ -61,3 +62,20 @@ def call(client: Any, method: str, url: str, body: Any = None, headers: dict[str
     if method == "GET":
         return client.get(url, body or {}, **extra)
     return getattr(client, method.lower())(url, body, format="json", **extra)
+
+
+def call_every_route(agent: Any, calls: dict[tuple[str, str], dict[str, Any]],
+                     values: dict[str, Any]) -> list[tuple[Route, str, Any]]:
+    """Every /api/v1/ route and method once as ``agent`` (a tests.conftest.Agent), each call in a
+    savepoint that is rolled back, so every call sees the same data. ``calls`` gives a route's body
+    and headers, ``values`` the ids its URL needs."""
+    out = []
+    for route in api_routes():
+        for method in route.methods:
+            spec = calls.get((route.pattern, method), {})
+            with transaction.atomic():
+                response = call(agent.client, method, route.url(values), spec.get("body"), spec.get("headers"),
+                                agent._headers(None))
+                transaction.set_rollback(True)
+            out.append((route, method, response))
+    return out

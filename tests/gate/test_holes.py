@@ -69,13 +69,6 @@ def test_a_correction_into_a_propose_only_class_is_refused_like_a_write(agent):
 MARKER = "zqcorrectedwords"
 
 
-@pytest.fixture
-def vault(tenant):
-    return MemoryClass.objects.create(
-        tenant=tenant, name="medical", namespace_prefix="user/medical", allowed_readers=["owner", "agent"],
-        model_permission="write", sensitivity="sensitive", encryption_required=True, embed=False)
-
-
 def test_a_correction_in_an_encrypted_class_stores_no_plaintext_anywhere(agent, vault):
     old = agent.post("/api/v1/memories", memory_body(
         namespace=["user", "medical"], kind="health", fact={"field": "allergy", "value": "pollen"},

@@ -14,13 +14,12 @@ import json
 from typing import Any
 
 import pytest
-from django.db import transaction
 
 from memory.errors import InvalidInput
 from memory.models import MemoryClass
 from tests.conftest import memory_body
 from tests.gate.conftest import ORG_WORDS, USER_WORDS, write
-from tests.gate.routes import api_routes, call
+from tests.gate.routes import call_every_route
 from tests.gate.test_scope_matrix import EXPECTED, P, answer, matches, requests, url_values
 
 pytestmark = pytest.mark.django_db
@@ -89,26 +88,12 @@ def restricted(make_agent: Any, tenant: Any, form: str, grants: list[str]) -> An
     return make_agent(tenant, "usr_owner", scopes=ALL_SCOPES, token_namespaces=grants)
 
 
-def run(agent: Any, world: Any, calls: dict[tuple[str, str], dict[str, Any]], url: dict[str, Any]) -> list[Any]:
-    """Every route and method once, each in a savepoint rolled back: (route, method, response)."""
-    out = []
-    for route in api_routes():
-        for method in route.methods:
-            spec = calls.get((route.pattern, method), {})
-            with transaction.atomic():
-                response = call(agent.client, method, route.url(url), spec.get("body"), spec.get("headers"),
-                                agent._headers(None))
-                transaction.set_rollback(True)
-            out.append((route, method, response))
-    return out
-
-
 @pytest.mark.parametrize("form", ["key", "token"])
 def test_a_user_grant_reaches_nothing_outside_user_on_any_route(world, make_agent, tenant, form):
     agent = restricted(make_agent, tenant, form, ["user"])
     url = {**url_values(world), "memory_id": world.org_record}
     wrong, leaks = [], []
-    for route, method, response in run(agent, world, outside_requests(world), url):
+    for route, method, response in call_every_route(agent, outside_requests(world), url):
         expected = outside_expected(route.pattern, method, form)
         if not matches(answer(response), expected):
             wrong.append(f"{method} {route.pattern}: got {answer(response)}, expected {expected}")
@@ -142,7 +127,7 @@ def test_a_grant_that_reaches_the_whole_world_refuses_nothing_inside_it(world, m
     refused_inside = {(P + "subject", "DELETE"): FORBIDDEN,  # only an unrestricted principal erases a subject
                       (P + "deletions/<str:deletion_id>", "GET"): NOT_FOUND}  # that job deleted an org record
     wrong = []
-    for route, method, response in run(agent, world, requests(world), url_values(world)):
+    for route, method, response in call_every_route(agent, requests(world), url_values(world)):
         expected = refused_inside.get((route.pattern, method)) or best(EXPECTED[(route.pattern, method)])
         if not matches(answer(response), expected):
             wrong.append(f"{method} {route.pattern}: got {answer(response)}, expected {expected}")

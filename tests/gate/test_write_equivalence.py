@@ -12,20 +12,13 @@ from typing import Any
 import pytest
 
 from memory.content import TEXT_PREFIX, unseal, unseal_text
-from memory.models import AuditEntry, MemoryClass, MemoryRecord
+from memory.models import AuditEntry, MemoryRecord
 from tests.conftest import memory_body
 from tests.deletion.helpers import tables_containing
 
 pytestmark = pytest.mark.django_db
 
 MARKER = "zqequivalentwords"
-
-
-@pytest.fixture
-def vault(tenant):
-    return MemoryClass.objects.create(
-        tenant=tenant, name="medical", namespace_prefix="user/medical", allowed_readers=["owner", "agent"],
-        model_permission="write", sensitivity="sensitive", encryption_required=True, embed=False)
 
 
 def _item(namespace: list[str], event_id: str) -> dict[str, Any]:

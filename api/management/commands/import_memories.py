@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from api.views.memories import BatchItemParser
 from memory.errors import EngramError
 from memory.identity.services import subject_get_or_create
+from memory.management import progress_bar, tenant_by_slug
 from memory.models import MemoryRecord, Tenant
 from memory.records.services import MAX_BATCH, RecordInput, memory_write_batch
 from memory.retrieval.embedding import embed_record_ids
@@ -35,9 +35,7 @@ class Command(BaseCommand):
         parser.add_argument("--batch-size", type=int, default=MAX_BATCH)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        tenant = Tenant.objects.filter(slug=options["tenant"]).first()
-        if tenant is None:
-            raise CommandError(f"No tenant '{options['tenant']}'.")
+        tenant = tenant_by_slug(options["tenant"])
         path = Path(options["file"])
         if not path.exists():
             raise CommandError(f"No file {path}.")
@@ -48,8 +46,7 @@ class Command(BaseCommand):
         written: list[str] = []
         chunk: list[tuple[int, dict[str, Any]]] = []
         subject_id: str | None = None
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeRemainingColumn()) as progress:
+        with progress_bar() as progress:
             task = progress.add_task("importing", total=len(lines))
 
             def flush() -> None:

@@ -12,13 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from memory.errors import EngramError
 from memory.knowledge.formats import mime_type_for
 from memory.knowledge.models import AccessDomain
 from memory.knowledge.services import DocumentInput, document_ingest, operator_scope, prepare_only
-from memory.management import tenant_by_slug
+from memory.management import progress_bar, tenant_by_slug
 
 
 def _files(paths: list[str]) -> list[tuple[Path, str]]:
@@ -55,9 +54,7 @@ class Command(BaseCommand):
         files = _files(options["paths"])
         scope = operator_scope(tenant)
         counts = {"created": 0, "updated": 0, "unchanged": 0, "failed": 0, "checked": 0}
-        columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TimeRemainingColumn())
-        with Progress(*columns, disable=not self.stdout.isatty()) as progress:
+        with progress_bar(disable=not self.stdout.isatty()) as progress:
             task = progress.add_task("ingesting", total=len(files))
             for path, external_id in files:
                 mime_type = mime_type_for(path) or "text/plain"

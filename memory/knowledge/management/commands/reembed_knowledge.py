@@ -9,10 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from memory.knowledge.indexing import BATCH_SIZE, chunk_ids, embed_chunks, refresh_chunk_search_vectors
-from memory.management import tenant_by_slug
+from memory.management import progress_bar, tenant_by_slug
 
 
 class Command(BaseCommand):
@@ -27,8 +26,7 @@ class Command(BaseCommand):
         tenant_id = tenant_by_slug(options["tenant"]).pk if options["tenant"] else None
         vectors = refresh_chunk_search_vectors(tenant_id=tenant_id)
         ids = chunk_ids(tenant_id=tenant_id, only_missing=not options["all"])
-        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-        with Progress(*columns, disable=not self.stdout.isatty()) as progress:
+        with progress_bar(disable=not self.stdout.isatty()) as progress:
             task = progress.add_task("embeddings", total=len(ids))
             written = embed_chunks(ids, batch_size=max(1, options["batch_size"]),
                                    progress=lambda n: progress.advance(task, n))

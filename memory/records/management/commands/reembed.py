@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from django.core.management.base import BaseCommand, CommandParser
 
-from memory.models import MemoryRecord, Tenant
+from memory.management import progress_bar, tenant_by_slug
+from memory.models import MemoryRecord
 from memory.records.indexing import refresh_search_vectors
 from memory.retrieval.embedding import BATCH_SIZE, embed_record_ids, pending_ids
 
@@ -27,12 +27,7 @@ class Command(BaseCommand):
         parser.add_argument("--batch-size", type=int, default=BATCH_SIZE)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        tenant_id = None
-        if options["tenant"]:
-            tenant = Tenant.objects.filter(slug=options["tenant"]).first()
-            if tenant is None:
-                raise CommandError(f"No tenant '{options['tenant']}'.")
-            tenant_id = tenant.pk
+        tenant_id = tenant_by_slug(options["tenant"]).pk if options["tenant"] else None
         records = MemoryRecord.objects.exclude(status="deleted")
         if tenant_id is not None:
             records = records.filter(tenant_id=tenant_id)
@@ -42,7 +37,7 @@ class Command(BaseCommand):
         else:
             ids = pending_ids(tenant_id=tenant_id)
         size = max(1, options["batch_size"])
-        with _progress() as progress:
+        with progress_bar() as progress:
             task = progress.add_task("text vectors", total=len(all_ids))
             for start in range(0, len(all_ids), 2000):
                 chunk = all_ids[start:start + 2000]
@@ -53,7 +48,3 @@ class Command(BaseCommand):
                                         progress=lambda n: progress.advance(task, n))
         self.stdout.write(f"text vectors: {len(all_ids)}, embeddings written: {embedded}, "
                           f"still pending: {len(pending_ids(tenant_id=tenant_id))}")
-
-
-def _progress() -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
