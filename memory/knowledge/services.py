@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django_q.tasks import async_task
 
+from memory import locks
 from memory.audit import audit
 from memory.errors import EngramError, InvalidInput, NotFound, SecretDetected
 from memory.knowledge import chunking
@@ -117,7 +118,6 @@ def access_domain_create(*, tenant: Tenant, name: str, description: str = "",
 
 
 def _writable_domain(scope: Scope, name: str) -> AccessDomain:
-    scope.require(WRITE)
     domain = (AccessDomain.objects.filter(tenant_id=scope.tenant_id, name=name)
               .filter(id__in=readable_domain_ids(scope)).first())
     if domain is None:
@@ -134,6 +134,7 @@ def content_hash_of(item: DocumentInput) -> str:
 
 def _prepare(scope: Scope, item: DocumentInput, domain: AccessDomain | None = None) -> _Prepared:
     """Everything that needs no lock: checks, conversion, secret scan, chunking. Raises EngramError."""
+    scope.require(WRITE)
     domain = domain or _writable_domain(scope, item.access_domain)
     if not item.external_id or len(item.external_id) > 200:
         raise InvalidInput("external_id is 1 to 200 characters.")
@@ -166,9 +167,7 @@ def _lock_document_key(domain_id: int, external_id: str) -> None:
     and both write n+1. No row exists to lock on a first post, so take a transaction-scoped
     advisory lock named by the key (released at commit or rollback).
     """
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                       [f"knowledge-document:{domain_id}:{external_id}"])
+    locks.lock([f"knowledge-document:{domain_id}:{external_id}"])
 
 
 @transaction.atomic
