@@ -46,6 +46,8 @@ def visible_log_fields(scope: Scope, fields: dict[str, Any]) -> dict[str, Any]:
     namespaces = request.get("namespaces")
     if isinstance(namespaces, list):
         request = {**request, "namespaces": [n for n in namespaces if isinstance(n, str) and scope.allows_namespace(n)]}
+    if not covered:  # the writer's grant names namespaces the reader may not know of
+        request = {k: v for k, v in request.items() if k != "grant"}
     candidates = [e for e in fields["candidates"] or [] if isinstance(e, dict) and _may_see(scope, e, covered)]
     return {**fields, "query": fields["query"] if covered else "", "request": request, "candidates": candidates}
 

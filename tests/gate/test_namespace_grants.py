@@ -118,7 +118,7 @@ def test_every_export_section_and_the_log_hold_only_the_grant(world, make_agent,
         assert all("org" not in json.dumps(row.get("namespace", "")) for row in body[section])
     assert all(body[s] == [] for s in ("threads", "thread_events", "summaries", "checkpoints", "tool_calls"))
     assert body["retrieval_logs"][0]["query"] == ""  # the writer's words: its grant was wider
-    assert log["query"] == "" and log["candidates"]
+    assert log["query"] == "" and "grant" not in log["request"] and log["candidates"]
     assert all(c.get("namespace") == ["user", "travel_preferences"] for c in log["candidates"])
 
 
