@@ -54,10 +54,17 @@ def anyone(status: int) -> dict[str, tuple[int, bool | None]]:
     return {"anon": LOGIN, **{p: (status, False) for p in PEOPLE[1:]}}
 
 
+def operators(status: int, other_tenant: int) -> dict[str, tuple[int, bool | None]]:
+    """The operator's overview: reviewers (of their own tenants); 403 for people who review nothing."""
+    return {"anon": LOGIN, "alice": (403, False), "bob": (403, False), "rita": (status, False),
+            "gus": (other_tenant, False)}
+
+
 C = "review/candidates/<str:candidate_id>/"
 K = "review/conflicts/<int:conflict_id>/"
 PP = "review/procedures/proposals/<str:proposal_id>/"
 PR = "review/procedures/<int:procedure_id>/"
+OV = "review/overview/"
 M = "me/memories/<str:memory_id>/"
 EXPECTED: dict[tuple[str, str], dict[str, tuple[int, bool | None]]] = {
     ("", "GET"): anyone(200),
@@ -82,7 +89,19 @@ EXPECTED: dict[tuple[str, str], dict[str, tuple[int, bool | None]]] = {
     (PR, "GET"): reviewer_only(200, False),
     (PR + "versions/<int:number>/", "GET"): reviewer_only(200, False),
     (PR + "versions/<int:number>/rollback", "POST"): reviewer_only(302, None),
+    (OV, "GET"): operators(200, 200),
+    (OV + "deletions/", "GET"): operators(200, 200),
+    (OV + "deletions/<str:deletion_id>", "GET"): operators(200, 404),  # gus: not a job of his tenant
+    (OV + "refusals/", "GET"): operators(200, 200),
+    (OV + "embeddings/", "GET"): operators(200, 200),
+    (OV + "worker/", "GET"): operators(200, 200),
+    (OV + "retrievals/", "GET"): operators(200, 200),
     ("me/", "GET"): anyone(200),
+    ("me/deletions/", "GET"): own_subject(200, False),
+    # Bob's own selection: alice's memory is not among his, nothing is deleted.
+    ("me/delete-selected", "POST"): own_subject(302, True),
+    (M + "confirm", "POST"): alice_only(302, True),  # "That's right" on alice's guess
+    (M + "deny", "POST"): alice_only(302, True),  # "That's wrong": its deletion job
     ("me/export", "GET"): own_subject(200, False),
     ("me/erase", "GET"): own_subject(200, False),
     ("me/erase", "POST"): own_subject(302, True),
@@ -100,7 +119,10 @@ FORMS = {
     (PP + "reject", "POST"): {"reason": "too vague"},
     ("me/erase", "POST"): {"confirm": "delete everything"},
     (M + "correct", "POST"): {"value": "window"},
+    ("me/delete-selected", "POST"): {"ids": ["{memory_id}"], "confirm": "yes"},
 }
+# Pages acting on a guess (a retrievable candidate record) rather than a confirmed memory.
+ON_THE_GUESS = {M + "confirm", M + "deny"}
 
 
 @pytest.fixture
@@ -121,6 +143,10 @@ def ui_world(agent, tenant) -> dict[str, Any]:
     ).json()["memory_id"]
     deletion_id = agent.delete(f"/api/v1/memories/{doomed}").json()["deletion_id"]
     assert run_deletion(deletion_id) == "completed"
+    guess = agent.post("/api/v1/candidates", memory_body(
+        namespace=["user", "inferred"], kind="guess", fact={"field": "mood", "value": "calm"}, text="Seems calm",
+        source={"type": "model_inferred", "event_id": "evt_guess"})).json()["candidate_id"]
+    assert consolidate(guess) == "retrievable"
     candidate_id = agent.post("/api/v1/candidates", memory_body(
         fact={"field": "airline", "value": "TAP"}, text="Flies TAP",
         source={"type": "model_inferred", "event_id": "evt_cand"})).json()["candidate_id"]
@@ -134,6 +160,7 @@ def ui_world(agent, tenant) -> dict[str, Any]:
     proposal = agent.post("/api/v1/procedures/booking/proposals", {"body": "Book economy first."})
     assert proposal.status_code == 201, proposal.json()
     return {"people": people, "memory_id": memory_id, "deletion_id": deletion_id, "candidate_id": candidate_id,
+            "guess_id": MemoryRecord.objects.get(namespace="user/inferred", status="active").pk,
             "conflict_id": Conflict.objects.get(status="open").pk, "proposal_id": proposal.json()["proposal_id"],
             "procedure_id": Procedure.objects.get(name="booking").pk, "number": 1}
 
@@ -162,7 +189,8 @@ def test_each_person_gets_exactly_what_the_table_says_on_every_page(ui_world, ag
     routes = {r.pattern: r for r in ui_routes()}
     wrong = []
     for (pattern, method), by_person in EXPECTED.items():
-        url = routes[pattern].url(ui_world)
+        values = {**ui_world, "memory_id": ui_world["guess_id"]} if pattern in ON_THE_GUESS else ui_world
+        url = routes[pattern].url(values)
         form = {k: [x.format(**ui_world) for x in v] if isinstance(v, list) else v
                 for k, v in FORMS.get((pattern, method), {}).items()}
         with transaction.atomic():
