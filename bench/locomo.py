@@ -170,9 +170,9 @@ def main() -> None:  # noqa: C901 - a linear script, step by step
     open_database(args.database, reuse=args.reuse, console=console)
     from django.core.management import call_command
 
+    from memory.identity.services import agent_key_create, principal_token_mint, tenant_create
     from memory.models import MemoryRecord, Tenant
     from memory.retrieval.models import RetrievalLog
-    from memory.services.identity import agent_key_create, principal_token_mint, tenant_create
 
     def slug(sample_id: str) -> str:
         return f"locomo-{sample_id}"

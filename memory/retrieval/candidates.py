@@ -45,10 +45,9 @@ from django.db.models import BooleanField, ExpressionWrapper, F, FloatField, Q, 
 from django.db.models.functions import Now
 from pgvector.django import CosineDistance
 
-from memory.indexing import TEXT_SEARCH_CONFIG
 from memory.models import Confidence, MemoryRecord, RecordStatus
-from memory.retrieval.embedding import vector_literal
 from memory.scope import Scope
+from memory.search import TEXT_SEARCH_CONFIG, vector_literal
 
 K1, B = 1.5, 0.75
 CONTEXT_TERM_WEIGHT = 0.5  # a word said around a record counts half as much as a word of the record

@@ -3,8 +3,8 @@
 ``refresh_context(ids)`` recomputes the windows of the given records and of every record whose window
 reaches one of them (a new turn changes the windows of the turns before it), and writes only the
 windows that changed: their neighbours' lexemes (in SQL) and the embedding of the window's text (one
-batched model call). It runs on the worker after each write (memory.tasks.derive_context, queued by
-memory/indexing.py), from ``manage.py reembed``, and from deletion. Idempotent; per subject it runs
+batched model call). It runs on the worker after each write (memory.records.tasks.derive_context, queued by
+memory/records/indexing.py), from ``manage.py reembed``, and from deletion. Idempotent; per subject it runs
 under an advisory lock, so two workers refreshing the same conversation cannot write a stale window
 over a newer one.
 
@@ -21,9 +21,8 @@ from typing import Any
 from django.db import connection, transaction
 
 from memory.embedder import get_embedder
-from memory.indexing import TEXT_SEARCH_CONFIG
-from memory.retrieval.embedding import vector_literal
 from memory.retrieval.models import RecordContext
+from memory.search import TEXT_SEARCH_CONFIG, vector_literal
 
 WINDOW = 2  # records before and after
 SESSION_GAP_MINUTES = 30  # a longer pause between two records starts a new session

@@ -14,6 +14,7 @@ from django.db import connection
 from memory.content import unseal
 from memory.embedder import get_embedder
 from memory.models import MemoryRecord
+from memory.search import vector_literal
 
 BATCH_SIZE = 256
 
@@ -38,10 +39,6 @@ def write_embeddings(pairs: list[tuple[str, list[float]]], *, only_missing: bool
             [[p[0] for p in pairs], [vector_literal(p[1]) for p in pairs]],
         )
         return cursor.rowcount
-
-
-def vector_literal(vector: list[float]) -> str:
-    return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
 
 
 def embed_record_ids(record_ids: list[str], *, batch_size: int = BATCH_SIZE, only_missing: bool = True,

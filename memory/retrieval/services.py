@@ -38,6 +38,9 @@ def retrieval_log_record(*, scope: Scope, query: str, request: dict[str, Any], c
     keep = min(retention, DEFAULT_LOG_RETENTION) if retention else DEFAULT_LOG_RETENTION
     log_id = new_retrieval_id()
     now = timezone.now()
+    # The writer's grant goes with the request: a narrower reader of the subject sees the query
+    # only when its own grant covers it (memory/retrieval/selectors.py).
+    request = {**request, "grant": None if scope.namespaces is None else list(scope.namespaces)}
     with connection.cursor() as cursor:
         cursor.execute(_INSERT_LOG, [
             log_id, scope.tenant_id, scope.subject_id, scope.actor, scope.agent_key_id, query,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from memory.identity.services import user_create
 from memory.models import MemoryClass
-from memory.services.identity import user_create
 from tests.retrieval.conftest import remember, retrieve, sync_tasks  # noqa: F401 - fixtures used below
 
 pytestmark = pytest.mark.django_db

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.services.identity import user_create
+from memory.identity.services import user_create
 from tests.conftest import login
 from tests.retrieval.conftest import remember, retrieve, sync_tasks  # noqa: F401 - fixtures used below
 
