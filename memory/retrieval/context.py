@@ -58,11 +58,13 @@ FROM windows w LEFT JOIN retrieval_recordcontext rc ON rc.record_id = w.id
 WHERE w.id = ANY(%(ids)s) OR w.ids && %(ids)s
 """
 
+# The window's lexemes without positions: retrieval only asks whether a window holds a word, and the shorter
+# row stays inline with its embedding.
 _UPSERT_SQL = f"""
 INSERT INTO retrieval_recordcontext (record_id, tenant_id, subject_id, neighbours, terms, embedding, window_hash,
                                      updated_at)
-SELECT v.id, v.tenant_id, v.subject_id, string_to_array(v.ids, ' '), to_tsvector('{TEXT_SEARCH_CONFIG}', v.others),
-       v.embedding::vector, v.hash, now()
+SELECT v.id, v.tenant_id, v.subject_id, string_to_array(v.ids, ' '),
+       strip(to_tsvector('{TEXT_SEARCH_CONFIG}', v.others)), v.embedding::vector, v.hash, now()
 FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[])
      AS v(id, tenant_id, subject_id, ids, others, embedding, hash)
 JOIN memory_memoryrecord r ON r.id = v.id AND r.status = 'active'
