@@ -36,10 +36,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 from django.db import connection
 from django.db.models import BooleanField, ExpressionWrapper, F, FloatField, Q, QuerySet, Value
 from django.db.models.functions import Now
@@ -305,15 +307,41 @@ def search(scope: Scope, filters: Filters, query: str, vector: list[float], *, p
               CONTEXT_TERM_WEIGHT,
               UNSEEN_TERM_MIN_CORPUS, K1, K1, K1, B, B, OWN_WEIGHT, OWN_WEIGHT, W_LEXICAL, GATE_SIMILARITY,
               W_SEMANTIC, pool, pool, pool, limit, limit, *x_params, max_distance, pool]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        found, excluded, pending = cursor.fetchone()
+    found, excluded, pending = _fetch_prepared(sql, params)
     found = json.loads(found) if isinstance(found, str) else found
     excluded = json.loads(excluded) if isinstance(excluded, str) else excluded
     candidates = [Candidate(row=_typed(f["row"]), lexical=f["lexical"], similarity=f["similarity"],
                             relevance=f["relevance"], lexical_rank=f["lexical_rank"],
                             semantic_rank=f["semantic_rank"], in_conflict=f["in_conflict"]) for f in found]
     return SearchResult(candidates=candidates, excluded=[_reason(x) for x in excluded], pending=int(pending))
+
+
+def _fetch_prepared(sql: str, params: list[Any]) -> tuple[Any, ...]:
+    """One row of ``sql`` through a server-side prepared statement.
+
+    Planning the memory statement cost about as much as running it on a subject of a few hundred records. Its text
+    does not depend on which subject asks (tenant, subject and the task filters are parameters), so once prepared on
+    a connection PostgreSQL soon switches to a generic plan and stops planning it per retrieve. Django's cursors bind
+    on the client, which cannot prepare; this is psycopg's server-binding cursor, in Django's cursor wrapper (its
+    execute wrappers and error translation apply). Django leaves psycopg's preparing off (``prepare_threshold``
+    None); only server-binding cursors, i.e. this one, are affected by turning it on. Where Django logs queries,
+    this one is logged with its parameters inlined, as Django's own cursors show them."""
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    connection.validate_thread_sharing()
+    with connection.wrap_database_errors:
+        if connection.connection.prepare_threshold is None:
+            connection.connection.prepare_threshold = 0
+        raw: Any = psycopg.Cursor(connection.connection)
+    started = time.monotonic()
+    with connection.make_cursor(raw) as cursor:
+        cursor.execute(sql, params)
+        row = tuple(cursor.fetchone())
+    if connection.queries_logged:
+        ops: Any = connection.ops  # PostgreSQL's operations: compose_sql is theirs
+        connection.queries_log.append({"sql": ops.compose_sql(sql, params),
+                                       "time": f"{time.monotonic() - started:.3f}"})
+    return row
 
 
 _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT")

@@ -125,3 +125,29 @@ def test_it_pins_the_number_of_queries_per_retrieve(agent, remember, django_asse
         response = agent.post(RETRIEVE, {"query": "seat preferences", "limit": 5})
     assert response.status_code == 200
     assert len(response.json()["packets"]) == 5
+
+
+def test_the_statement_is_planned_once_per_connection_and_its_generic_plan_keeps_every_subject_to_itself(crowd):
+    """The statement is prepared on the connection and, once PostgreSQL uses its generic plan (planned without
+    knowing the subject), each subject still gets exactly what it got from the first, custom-planned runs."""
+    filters = legs.Filters(namespaces=None)
+    subjects = [crowd[i] for i in (12, 11, 10, 9, 25, 24)]
+
+    def ranking(scope):
+        return [c.row["id"] for c in _search(scope, filters, "travel seat preference", 10).candidates]
+
+    first = {scope.subject_id: ranking(scope) for scope, _ in subjects}
+    later = {}
+    for _ in range(3):
+        later = {scope.subject_id: ranking(scope) for scope, _ in subjects}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*), sum(generic_plans) FROM pg_prepared_statements "
+                       "WHERE statement LIKE '%%retrieval_recordcontext%%'")
+        prepared, generic = cursor.fetchone()
+
+    assert prepared == 1  # one text for every subject: one prepared statement
+    assert generic > 0  # no longer planned per retrieve
+    assert later == first
+    for scope, owned in subjects:
+        own_ids = set(legs.eligible(scope, filters).values_list("pk", flat=True))
+        assert len(first[scope.subject_id]) >= min(10, owned) and set(first[scope.subject_id]) <= own_ids
