@@ -173,6 +173,9 @@ ENGRAM_PRINCIPAL_TOKEN_MAX_TTL = env_int("ENGRAM_PRINCIPAL_TOKEN_MAX_TTL", 7 * 2
 ENGRAM_FERNET_KEYS = env_list("ENGRAM_FERNET_KEYS", [])
 # Longest text accepted in a record's text or an event's text.
 ENGRAM_MAX_TEXT_CHARS = env_int("ENGRAM_MAX_TEXT_CHARS", 4000)
+# Largest JSON ``data`` of one thread event (bytes): a framework's conversation item (a tool's output,
+# an encrypted envelope) is stored there whole, so it gets more room than a record's fact value.
+ENGRAM_MAX_EVENT_DATA_BYTES = env_int("ENGRAM_MAX_EVENT_DATA_BYTES", 256 * 1024)
 # Thread state (events, summaries, checkpoints, tool calls) idle this long is deleted daily; 0 keeps it.
 ENGRAM_THREAD_RETENTION_DAYS = env_int("ENGRAM_THREAD_RETENTION_DAYS", 90)
 # Thread summarizer: the OpenAI-compatible adapter is on only when a URL is set (e.g. https://host/v1);

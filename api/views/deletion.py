@@ -72,6 +72,14 @@ class MemoryCorrectApi(APIView):
         field = serializers.CharField(max_length=128, required=False)
         value = serializers.JSONField(validators=[check_json_value])
 
+    class SourceIn(StrictSerializer):
+        type = serializers.ChoiceField(choices=["explicit_user_statement"], required=False,
+                                       help_text="A correction is always the user's explicit statement.")
+        event_id = serializers.CharField(max_length=128, required=False,
+                                         help_text="Idempotency key: a retry with the same id returns the same "
+                                                   "correction.")
+        text = text_field(required=False, help_text="The words the correction came from.")
+
     class InputSerializer(StrictSerializer):
         subject_id = serializers.CharField(max_length=128, required=False)
         fact = serializers.DictField(required=False)
@@ -85,12 +93,13 @@ class MemoryCorrectApi(APIView):
         fact = _valid(self.FactIn, data["fact"]) if "fact" in data else None
         if fact is None and not data.get("text"):
             raise exceptions.ValidationError({"fact": "Give the corrected fact (and/or text)."})
-        source = data.get("source") or {}
+        source = _valid(self.SourceIn, data["source"]) if "source" in data else {}
         result = memory_correct(scope=scope, memory_id=memory_id, value=fact["value"] if fact else None,
-                                text=data.get("text", ""), event_text=str(source.get("text", ""))[:4000])
+                                text=data.get("text", ""), event_text=source.get("text", ""),
+                                event_id=source.get("event_id"))
         body: dict[str, Any] = dict(record_payload(result.record))
         body["corrects"] = result.previous.pk
-        return Response(body, status=status.HTTP_201_CREATED)
+        return Response(body, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
 
 
 def _valid(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:

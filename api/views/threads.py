@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from django.conf import settings
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -15,8 +19,17 @@ from memory.errors import InvalidInput
 from memory.scope import READ, Scope
 from memory.threads import selectors
 from memory.threads.models import Checkpoint, EventKind, Summary, Thread, ThreadEvent, ToolCall
+from memory.threads.services.clear import thread_clear
 from memory.threads.services.common import require
-from memory.threads.services.events import EventInput, thread_create, thread_event_append, thread_event_delete
+from memory.threads.services.events import (
+    MAX_BATCH,
+    EventInput,
+    thread_create,
+    thread_event_append,
+    thread_event_delete,
+    thread_event_pop,
+    thread_events_append,
+)
 from memory.threads.services.summaries import ClientSummaryInput, summary_store, thread_summarize
 from memory.threads.services.workflows import (
     CheckpointState,
@@ -28,7 +41,52 @@ from memory.threads.services.workflows import (
 
 MAX_KEY = 200
 MAX_WORKFLOW_ID = 128
+MAX_EVENTS_PAGE = 500
 ROLES = ["user", "assistant", "system", "tool"]
+
+
+class EventOut(serializers.Serializer):
+    """One thread event as every events endpoint returns it (documentation of the payload)."""
+
+    event_id = serializers.CharField()
+    thread_id = serializers.CharField()
+    seq = serializers.IntegerField()
+    kind = serializers.ChoiceField(choices=EventKind.choices)
+    role = serializers.CharField()
+    text = serializers.CharField()
+    data = serializers.JSONField()  # type: ignore[assignment]
+    corrects = serializers.CharField(allow_null=True)
+    status = serializers.ChoiceField(choices=ThreadEvent.Status.choices)
+    idempotency_key = serializers.CharField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    deleted_at = serializers.DateTimeField(allow_null=True)
+
+
+class EventPageOut(serializers.Serializer):
+    thread_id = serializers.CharField()
+    results = EventOut(many=True)
+    next_after = serializers.IntegerField(allow_null=True, help_text="Pass as 'after' for the next page.")
+    next_before = serializers.IntegerField(allow_null=True, help_text="Pass as 'before' (with 'tail') for older.")
+
+
+class EventBatchOut(serializers.Serializer):
+    thread_id = serializers.CharField()
+    results = EventOut(many=True)
+    created = serializers.IntegerField(help_text="How many events this call created (0: a replay).")
+
+
+class PopOut(serializers.Serializer):
+    thread_id = serializers.CharField()
+    event = EventOut(allow_null=True, help_text="The event taken off the log, with its content; null if none.")
+
+
+class DeletionAcceptedOut(serializers.Serializer):
+    deletion_id = serializers.CharField()
+    status = serializers.CharField()
+    status_url = serializers.CharField()
+    thread_id = serializers.CharField()
+    up_to_seq = serializers.IntegerField(help_text="Events up to this seq were cleared.")
+    cleared = serializers.IntegerField(help_text="How many recorded events were blanked.")
 
 
 def _iso(value: Any) -> str | None:
@@ -44,6 +102,12 @@ def _reader(request: Request) -> Scope:
 def _validated(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
     check_body_scope(request.data, scope_of(request))
     serializer = serializer_class(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+def _validated_data(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
+    serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
 
@@ -64,6 +128,17 @@ def _dict(value: Any) -> Any:
     if not isinstance(value, dict):
         raise serializers.ValidationError("An object is expected.")
     return check_json_value(value)
+
+
+def _event_data(value: Any) -> Any:
+    """An event's data holds a whole conversation item (a tool output, an encrypted envelope): its own,
+    larger bound (ENGRAM_MAX_EVENT_DATA_BYTES) instead of a fact value's."""
+    if not isinstance(value, dict):
+        raise serializers.ValidationError("An object is expected.")
+    limit = settings.ENGRAM_MAX_EVENT_DATA_BYTES
+    if len(json.dumps(value, default=str).encode()) > limit:
+        raise serializers.ValidationError(f"The event's data is larger than {limit} bytes.")
+    return value
 
 
 def thread_payload(thread: Thread, scope: Scope) -> dict[str, Any]:
@@ -130,11 +205,17 @@ class ThreadListCreateApi(APIView):
         return Response({"results": [thread_payload(t, scope) for t in threads[: f["limit"]]],
                          "next_offset": f["offset"] + f["limit"] if more else None})
 
+    @extend_schema(parameters=[OpenApiParameter(
+        "Idempotency-Key", location=OpenApiParameter.HEADER, required=False,
+        description="Names the thread: the same key and body return the thread created first (200); the same "
+                    "key with another body is 409 idempotency_conflict.")])
     def post(self, request: Request) -> Response:
         data = _validated(self.InputSerializer, request)
         scope = scope_of(request)
-        thread = thread_create(scope=scope, title=data["title"], metadata=data["metadata"])
-        return Response(thread_payload(thread, scope), status=status.HTTP_201_CREATED)
+        result = thread_create(scope=scope, title=data["title"], metadata=data["metadata"],
+                               idempotency_key=_key(request.headers.get("Idempotency-Key"), "Idempotency-Key"))
+        return Response(thread_payload(result.thread, scope),
+                        status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
 
 
 class ThreadDetailApi(APIView):
@@ -149,7 +230,8 @@ class ThreadEventsApi(APIView):
         kind = serializers.ChoiceField(choices=EventKind.choices)
         role = serializers.ChoiceField(choices=ROLES, required=False, default="")
         text = text_field(required=False, allow_blank=True, default="")
-        data = serializers.JSONField(required=False, default=dict, validators=[_dict])  # type: ignore[assignment]
+        data = serializers.JSONField(required=False, default=dict,  # type: ignore[assignment]
+                                     validators=[_event_data])
         corrects = serializers.CharField(max_length=40, required=False, allow_null=True, default=None)
 
         def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -158,17 +240,43 @@ class ThreadEventsApi(APIView):
             return attrs
 
     class FilterSerializer(serializers.Serializer):
-        after = serializers.IntegerField(min_value=0, default=0)
-        limit = serializers.IntegerField(min_value=1, max_value=500, default=100)
+        after = serializers.IntegerField(min_value=0, default=0, help_text="Only events with a larger seq.")
+        before = serializers.IntegerField(min_value=1, required=False, help_text="Only events with a smaller seq.")
+        limit = serializers.IntegerField(min_value=1, max_value=MAX_EVENTS_PAGE, default=100,
+                                         help_text="Page size, oldest first from 'after'.")
+        tail = serializers.IntegerField(min_value=1, max_value=MAX_EVENTS_PAGE, required=False,
+                                        help_text="The last N events (of those matching), still oldest first; "
+                                                  "'next_before' pages further back.")
+        status = serializers.ChoiceField(choices=ThreadEvent.Status.choices, required=False,
+                                         help_text="'recorded' leaves out deleted (blanked) events.")
 
+    @extend_schema(parameters=[FilterSerializer], responses=EventPageOut)
     def get(self, request: Request, thread_id: str) -> Response:
         filters = self.FilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
-        after, limit = filters.validated_data["after"], filters.validated_data["limit"]
-        events = selectors.thread_events(scope=_reader(request), thread_id=thread_id, after=after, limit=limit + 1)
+        f = filters.validated_data
+        tail = f.get("tail")
+        limit = tail or f["limit"]
+        events = selectors.thread_events(scope=_reader(request), thread_id=thread_id, after=f["after"],
+                                         before=f.get("before"), status=f.get("status"), limit=limit + 1,
+                                         newest=tail is not None)
         more = len(events) > limit
+        if tail is not None:
+            page = events[1:] if more else events
+            return Response({"thread_id": thread_id, "results": [event_payload(e) for e in page], "next_after": None,
+                             "next_before": page[0].seq if more else None})
         return Response({"thread_id": thread_id, "results": [event_payload(e) for e in events[:limit]],
-                         "next_after": events[limit - 1].seq if more else None})
+                         "next_after": events[limit - 1].seq if more else None, "next_before": None})
+
+    @extend_schema(responses={202: DeletionAcceptedOut})
+    def delete(self, request: Request, thread_id: str) -> Response:
+        """Clear the thread: every event so far is blanked at once (reads skip it from this response on) and a
+        deletion job finishes the derived surfaces and verifies them. Later appends continue the log."""
+        result = thread_clear(scope=scope_of(request), thread_id=thread_id)
+        url = reverse("api:deletion-detail", kwargs={"deletion_id": result.job.pk})
+        return Response({"deletion_id": result.job.pk, "status": result.job.status, "status_url": url,
+                         "thread_id": thread_id, "up_to_seq": result.up_to_seq, "cleared": result.cleared},
+                        status=status.HTTP_202_ACCEPTED)
 
     def post(self, request: Request, thread_id: str) -> Response:
         data = _validated(self.InputSerializer, request)
@@ -178,6 +286,47 @@ class ThreadEventsApi(APIView):
                                      idempotency_key=_key(request.headers.get("Idempotency-Key"), "Idempotency-Key"))
         return Response(event_payload(result.event),
                         status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
+
+
+class ThreadEventBatchApi(APIView):
+    class ItemSerializer(ThreadEventsApi.InputSerializer):
+        idempotency_key = serializers.CharField(max_length=MAX_KEY, required=False, allow_null=True, default=None,
+                                                help_text="This event's Idempotency-Key.")
+
+    class InputSerializer(StrictSerializer):
+        subject_id = serializers.CharField(max_length=128, required=False)
+        events = serializers.ListField(child=serializers.DictField(), allow_empty=False, max_length=MAX_BATCH)
+
+    @extend_schema(request=InputSerializer, responses={201: EventBatchOut, 200: EventBatchOut})
+    def post(self, request: Request, thread_id: str) -> Response:
+        """Append up to 100 events in order, all or none, with consecutive seq numbers (nothing else lands in
+        between). Each event may carry its own idempotency_key; a replayed batch answers 200 with the events
+        it created the first time."""
+        data = _validated(self.InputSerializer, request)
+        items = []
+        for index, raw in enumerate(data["events"]):
+            check_body_scope(raw, scope_of(request))
+            try:
+                event = _validated_data(self.ItemSerializer, raw)
+            except serializers.ValidationError as exc:
+                raise serializers.ValidationError({"events": {str(index): exc.detail}}) from exc
+            items.append((EventInput(kind=event["kind"], role=event["role"], text=event["text"], data=event["data"],
+                                     corrects=event["corrects"]),
+                          _key(event["idempotency_key"], "idempotency_key")))
+        results = thread_events_append(scope=scope_of(request), thread_id=thread_id, items=items)
+        created = sum(1 for r in results if r.created)
+        return Response({"thread_id": thread_id, "results": [event_payload(r.event) for r in results],
+                         "created": created}, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class ThreadEventPopApi(APIView):
+    @extend_schema(request=None, responses=PopOut)
+    def post(self, request: Request, thread_id: str) -> Response:
+        """Take the last recorded event off the log: the answer holds its content, the row is blanked in place
+        (like DELETE of the event). 'event' is null when no recorded event is left. Not idempotent: a retried
+        pop takes the next event."""
+        event = thread_event_pop(scope=scope_of(request), thread_id=thread_id)
+        return Response({"thread_id": thread_id, "event": event_payload(event) if event else None})
 
 
 class ThreadEventDetailApi(APIView):

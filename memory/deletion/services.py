@@ -35,6 +35,7 @@ from memory.errors import Conflict as ConflictError
 from memory.errors import Forbidden, InvalidInput, NotFound
 from memory.ids import new_event_id
 from memory.models import Candidate, Event, MemoryRecord, RecordStatus, SourceType, Subject, Tombstone
+from memory.normalise import payload_hash
 from memory.scope import WRITE, Scope
 from memory.services.writes import RecordInput, refuse_secrets, store_confirmed
 from memory.tombstones import content_hash_for, event_hash, subject_hash
@@ -234,9 +235,20 @@ def memory_delete(*, scope: Scope, memory_id: str) -> DeletionJob:
     plan = _plan_records(_with_history(record))
     try:
         with transaction.atomic():
-            return _create_job(scope=scope, kind=DeletionJob.Kind.MEMORY, plan=plan, memory_id=memory_id)
+            job = _create_job(scope=scope, kind=DeletionJob.Kind.MEMORY, plan=plan, memory_id=memory_id)
     except IntegrityError:  # a twin request won the unique (tenant, memory_id) constraint
         return DeletionJob.objects.get(tenant_id=scope.tenant_id, memory_id=memory_id, kind=DeletionJob.Kind.MEMORY)
+    _hide_at_once(plan.memory_ids)
+    return job
+
+
+def _hide_at_once(memory_ids: list[str]) -> None:
+    """The records read as deleted from this commit on, before the job purges their content: the next
+    GET, list, fact or retrieval no longer serves them (status is a predicate of every read, and the
+    record payload shows no content for a deleted record). The content itself stays until the job's
+    steps run, because they find candidates, events and markers through it."""
+    MemoryRecord.objects.filter(pk__in=memory_ids).exclude(status=RecordStatus.DELETED).update(
+        status=RecordStatus.DELETED, status_reason="deletion requested")
 
 
 @transaction.atomic
@@ -262,6 +274,21 @@ def subject_erase(*, scope: Scope) -> DeletionJob:
 
 
 @transaction.atomic
+def thread_clear_job(*, scope: Scope, thread_id: str, up_to_seq: int) -> DeletionJob:
+    """The job that finishes clearing a thread's events up to ``up_to_seq`` (the threads area blanked
+    them in the caller's transaction). Clearing the same range again returns the same job."""
+    _require_write(scope)
+    s_hash = subject_hash(scope.tenant_id, scope.subject_external_id)
+    existing = DeletionJob.objects.filter(tenant_id=scope.tenant_id, subject_hash=s_hash, kind=DeletionJob.Kind.THREAD,
+                                          plan__threads__contains=[[thread_id, up_to_seq]]).first()
+    if existing is not None:
+        return _requeue_if_failed(existing)
+    plan = _Plan(memory_ids=[], event_ids=[], markers=[], tombstones=[])
+    return _create_job(scope=scope, kind=DeletionJob.Kind.THREAD, plan=plan,
+                       extra_plan={"threads": [[thread_id, up_to_seq]]})
+
+
+@transaction.atomic
 def retention_delete(*, records: list[MemoryRecord]) -> DeletionJob | None:
     """purge_expired: delete records of one subject that passed their class's maximum retention."""
     if not records:
@@ -277,14 +304,33 @@ def retention_delete(*, records: list[MemoryRecord]) -> DeletionJob | None:
 class CorrectionResult:
     record: MemoryRecord
     previous: MemoryRecord
+    created: bool = True
+
+
+def _correction_replay(*, scope: Scope, event_id: str, digest: str) -> CorrectionResult | None:
+    """The correction already made under ``event_id`` (a client retrying), or None."""
+    event = Event.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id, external_id=event_id).first()
+    if event is None:
+        return None
+    record = MemoryRecord.objects.filter(source_event=event).order_by("created_at").first()
+    if event.payload_hash != digest or record is None or record.supersedes_id is None:
+        raise ConflictError(f"Event '{event_id}' was already used for a different write; use a new event id.",
+                            code="idempotency_conflict")
+    return CorrectionResult(record=record, previous=MemoryRecord.objects.get(pk=record.supersedes_id), created=False)
 
 
 @transaction.atomic
 def memory_correct(*, scope: Scope, memory_id: str, value: Any, text: str = "",
-                   event_text: str = "") -> CorrectionResult:
+                   event_text: str = "", event_id: str | None = None) -> CorrectionResult:
     """A new explicit_user_statement record that supersedes ``memory_id``; summaries citing the old
-    record's source event are marked stale (and regenerated) by the threads area when present."""
+    record's source event are marked stale (and regenerated) by the threads area when present.
+
+    ``event_id`` makes the correction idempotent: the same id with the same correction returns the
+    correction already made (200 for a retry), with another correction 409 ``idempotency_conflict``."""
     _require_write(scope)
+    digest = payload_hash({"corrects": memory_id, "value": value, "text": text, "event_text": event_text})
+    if event_id and (replay := _correction_replay(scope=scope, event_id=event_id, digest=digest)) is not None:
+        return replay
     old = (MemoryRecord.objects.for_scope(scope).filter(pk=memory_id, subject_id=scope.subject_id)
            .select_related("memory_class").first())
     if old is None:
@@ -298,13 +344,20 @@ def memory_correct(*, scope: Scope, memory_id: str, value: Any, text: str = "",
     if value is None:
         value = old_fact.get("value")
     item = RecordInput(namespace=old.namespace, kind=old.kind, field=old.field, value=value,
-                       text=text or f"{old.field}: {value}", event_id=new_event_id(),
+                       text=text or f"{old.field}: {value}", event_id=event_id or new_event_id(),
                        source_type=SourceType.EXPLICIT_USER_STATEMENT, memory_type=old.memory_type,
                        event_text=event_text or text)
     refuse_secrets({**item.canonical(), "event_text": item.event_text})
-    event = Event.objects.create(tenant_id=scope.tenant_id, subject_id=scope.subject_id, external_id=item.event_id,
-                                 source_type=item.source_type, payload_hash="correction", actor=scope.actor,
-                                 text=item.event_text or item.text)
+    try:
+        with transaction.atomic():
+            event = Event.objects.create(tenant_id=scope.tenant_id, subject_id=scope.subject_id,
+                                         external_id=item.event_id, source_type=item.source_type,
+                                         payload_hash=digest, actor=scope.actor, text=item.event_text or item.text)
+    except IntegrityError:  # a twin request with the same event id committed first
+        replay = _correction_replay(scope=scope, event_id=item.event_id, digest=digest)
+        if replay is None:
+            raise
+        return replay
     result = store_confirmed(scope=scope, item=item, memory_class=old.memory_class, event=event,
                              actor_action="memory.correct")
     new = result.record
@@ -361,6 +414,7 @@ def target_of(job: DeletionJob) -> registry.DeletionTarget:
         subject_external_id=plan.get("_subject_external_id", ""),
         memory_ids=tuple(plan.get("memory_ids", [])), event_ids=tuple(plan.get("event_ids", [])),
         markers=tuple(markers), whole_subject=bool(plan.get("whole_subject")),
+        threads=tuple((str(t), int(seq)) for t, seq in plan.get("threads", [])), requested_at=job.created_at,
     )
 
 
@@ -486,4 +540,4 @@ def markers_of_job(job: DeletionJob) -> list[str]:
 
 
 __all__ = ["memory_delete", "subject_erase", "memory_correct", "deletion_run", "retention_delete",
-           "unseal_parts", "owner_scope"]
+           "thread_clear_job", "unseal_parts", "owner_scope"]
