@@ -33,9 +33,11 @@ no score). A query only orders; it never drops an item that matches the filter.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass
@@ -43,6 +45,11 @@ from datetime import datetime
 from typing import Any, Literal
 
 import httpx
+
+try:
+    import langgraph  # noqa: F401 - the optional dependency of this integration
+except ImportError as missing:  # pragma: no cover - depends on the installed extras
+    raise ImportError("This integration needs an extra: pip install 'engram-client[langgraph]'") from missing
 from langgraph.store.base import (
     BaseStore,
     GetOp,
@@ -127,13 +134,26 @@ class EngramStore(BaseStore):
         # memory id -> {path: vector}; a record never changes, so a cached vector never goes stale.
         self._vectors: OrderedDict[str, dict[str, list[float]]] = OrderedDict()
         self._vectors_lock = threading.Lock()
+        self._loop_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary())
 
     # --- BaseStore ----------------------------------------------------------------------------------------
     def batch(self, ops_: Iterable[Op]) -> list[Result]:
         return _drive_sync(self._plan(list(ops_)), self.client, self.embeddings)
 
     async def abatch(self, ops_: Iterable[Op]) -> list[Result]:
-        return await _drive_async(self._plan(list(ops_)), self.aclient, self.embeddings)
+        # One batch at a time per event loop, in the order they were called (asyncio.Lock is FIFO): tasks
+        # gathered on one loop then see each other's writes exactly as InMemoryStore's callers do.
+        async with self._loop_lock():
+            return await _drive_async(self._plan(list(ops_)), self.aclient, self.embeddings)
+
+    def _loop_lock(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        with self._vectors_lock:
+            lock = self._loop_locks.get(loop)
+            if lock is None:
+                lock = self._loop_locks[loop] = asyncio.Lock()
+            return lock
 
     # --- the plan of one batch -------------------------------------------------------------------------
     def _plan(self, batch: list[Op]) -> Plan:

@@ -21,6 +21,10 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any
 
+try:
+    import mcp  # noqa: F401 - the optional dependency of this integration
+except ImportError as missing:  # pragma: no cover - depends on the installed extras
+    raise ImportError("This integration needs an extra: pip install 'engram-client[mcp]'") from missing
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations

@@ -30,6 +30,10 @@ import json
 import threading
 from typing import Any
 
+try:
+    import agents  # noqa: F401 - the optional dependency of this integration
+except ImportError as missing:  # pragma: no cover - depends on the installed extras
+    raise ImportError("This integration needs an extra: pip install 'engram-client[openai-agents]'") from missing
 from agents.memory import SessionABC, SessionSettings
 from agents.memory.session_settings import resolve_session_limit
 
