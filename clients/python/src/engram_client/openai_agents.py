@@ -25,10 +25,12 @@ item larger than the server's ``ENGRAM_MAX_EVENT_DATA_BYTES`` (256 KiB by defaul
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import threading
-from typing import Any
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 try:
     import agents  # noqa: F401 - the optional dependency of this integration
@@ -49,6 +51,7 @@ PAGE = 500
 BATCH = 100
 BATCH_BYTES = 4 * 1024 * 1024  # below the server's default request body limit (5 MiB)
 ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
+T = TypeVar("T")
 
 
 class EngramSession(SessionABC):
@@ -61,8 +64,10 @@ class EngramSession(SessionABC):
         self.session_settings = session_settings or SessionSettings()
         self.client = client or AsyncEngram(base_url, api_key=api_key, principal_token=principal_token,
                                             subject_id=subject_id)
+        self._thread_key = _thread_key(session_id)
         self._thread_id: str | None = None
         self._lock = threading.Lock()
+        self._closed = False
 
     async def thread_id(self) -> str:
         """The Engram thread of this session (created on first use; the same for every process)."""
@@ -71,12 +76,13 @@ class EngramSession(SessionABC):
                 return self._thread_id
         thread = await self.client._run(ops.thread_create(
             self.session_id[:200], metadata={"session_id": self.session_id, "framework": "openai-agents"},
-            key=_thread_key(self.session_id)))
+            key=self._thread_key))
         with self._lock:
             self._thread_id = thread.thread_id
         return thread.thread_id
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
+        self._check_open()
         limit = resolve_session_limit(limit, self.session_settings)
         if limit == 0:
             return []
@@ -95,24 +101,44 @@ class EngramSession(SessionABC):
         return items[-limit:]
 
     async def add_items(self, items: list[Any]) -> None:
+        self._check_open()
         if not items:
             return
-        thread_id = await self.thread_id()
-        for chunk in _chunks([_event_of(item) for item in items]):
-            await self.client._run(ops.thread_append_many(thread_id, chunk))
+        events = [_event_of(item) for item in items]
+
+        async def append() -> None:
+            thread_id = await self.thread_id()
+            for chunk in _chunks(events):
+                await self.client._run(ops.thread_append_many(thread_id, chunk))
+
+        await _settled(append())
 
     async def pop_item(self) -> Any | None:
-        thread_id = await self.thread_id()
-        while True:
-            event = await self.client._run(ops.thread_pop(thread_id))
-            if event is None:
-                return None
-            item = _item_of(event)
-            if item is not None:  # an event this session cannot read as an item is dropped, like a corrupt row
-                return item
+        self._check_open()
+
+        async def pop() -> Any | None:
+            thread_id = await self.thread_id()
+            while True:
+                event = await self.client._run(ops.thread_pop(thread_id))
+                if event is None:
+                    return None
+                item = _item_of(event)
+                if item is not None:  # an event this session cannot read as an item is dropped, like a corrupt row
+                    return item
+
+        return await _settled(pop())
 
     async def clear_session(self) -> None:
-        await self.client._run(ops.thread_clear(await self.thread_id()))
+        self._check_open()
+
+        async def clear() -> None:
+            await self.client._run(ops.thread_clear(await self.thread_id()))
+
+        await _settled(clear())
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"{type(self).__name__} is closed")
 
     async def _all_events(self, thread_id: str) -> list[ThreadEvent]:
         events: list[ThreadEvent] = []
@@ -125,7 +151,25 @@ class EngramSession(SessionABC):
             after = page.next_after
 
     def close(self) -> None:
-        """Nothing to release: connections belong to the client (``await session.client.aclose()``)."""
+        """Refuse further use of this session object (its history stays in Engram). Connections belong to
+        the client: ``await session.client.aclose()``."""
+        self._closed = True
+
+
+async def _settled(mutation: Coroutine[Any, Any, T]) -> T:
+    """Run a write to its end even when the caller is cancelled meanwhile, then let the cancellation through:
+    the caller never has to guess whether a half-sent write landed (the SDK's own sessions do the same)."""
+    task = asyncio.ensure_future(mutation)
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError as exc:
+            cancelled = cancelled or exc
+    result = task.result()
+    if cancelled is not None:
+        raise cancelled
+    return result
 
 
 def _thread_key(session_id: str) -> str:
