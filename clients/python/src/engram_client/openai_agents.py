@@ -210,7 +210,7 @@ def _event_of(item: Any) -> dict[str, Any]:
         approved = item.get("approve")
         event.update(kind="approval")
         event["data"].update(approval_id=item.get("approval_request_id") or item.get("id"),
-                             status="requested" if approved is None else ("approved" if approved else "denied"))
+                             status="requested" if approved is None else ("granted" if approved else "denied"))
     if isinstance(event.get("text"), str):
         event["text"] = event["text"].strip()
     return event
