@@ -43,6 +43,14 @@ class Server:
         return raw
 
 
+@pytest.fixture(autouse=True)
+def _no_tracing() -> None:
+    """The OpenAI Agents SDK would export traces to OpenAI: these tests are offline."""
+    from agents import set_tracing_disabled
+
+    set_tracing_disabled(True)
+
+
 @pytest.fixture
 def run_tasks_inline(monkeypatch: pytest.MonkeyPatch) -> None:
     from django_q.conf import Conf

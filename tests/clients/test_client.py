@@ -125,6 +125,14 @@ def test_forget_returns_the_job_and_wait_polls_it_to_completion(client: Any) -> 
     assert client.search("peanut allergy").packets == []
 
 
+def test_erase_subject_removes_everything_and_a_new_token_starts_empty(client: Any) -> None:
+    client.remember("Lives in Lisbon", namespace="user/profile", field="city", value="Lisbon")
+    client.threads.append(client.threads.create("chat").thread_id, "hello", role="user")
+    job = client.erase_subject(wait=True)
+    assert (job.status, job.kind) == ("completed", "subject")
+    assert client.list().results == [] and client.threads.list().results == []  # a fresh token, a new subject
+
+
 def test_export_and_health(client: Any) -> None:
     client.remember("Lives in Lisbon", namespace="user/profile", field="city", value="Lisbon")
     export = client.export()

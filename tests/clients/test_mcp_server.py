@@ -110,3 +110,40 @@ def test_another_principal_finds_nothing_through_mcp(server: Any) -> None:
 
     _with_session(server, "usr_outsider", outsider)
     assert server.client("usr_owner").get(memory.memory_id).status == "active"
+
+
+def test_the_streamable_http_transport_serves_the_same_tools(server: Any) -> None:
+    import socket
+    import subprocess
+    import time
+
+    from mcp.client.streamable_http import streamable_http_client
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([ENGRAM_MCP, "--transport", "streamable-http", "--port", str(port), "--url", server.url,
+                                "--api-key", server.key, "--subject-id", "usr_owner"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with socket.socket() as attempt:
+                if attempt.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.2)
+
+        async def host() -> Any:
+            async with (streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, *_),
+                        ClientSession(read, write) as session):
+                await session.initialize()
+                names = {t.name for t in (await session.list_tools()).tools}
+                stored = await _call(session, "remember", text="Plays the cello", namespace="user/hobbies",
+                                     field="instrument", value="cello")
+                return names, stored.structured_content
+
+        names, stored = asyncio.run(host())
+        assert "search_memory" in names and stored["fact"]["value"] == "cello"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)

@@ -8,7 +8,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from agents import Agent, RunConfig, Runner, function_tool, set_tracing_disabled
+from agents import Agent, RunConfig, Runner, function_tool
 from agents.extensions.memory import EncryptedSession
 from agents.testing import ScriptedModel, assistant_message, function_call
 from cryptography.fernet import Fernet
@@ -18,11 +18,6 @@ from engram_client.openai_agents import EngramSession
 
 pytestmark = pytest.mark.django_db(transaction=True)
 OFFLINE = RunConfig(tracing_disabled=True)
-
-
-@pytest.fixture(autouse=True)
-def _no_tracing() -> None:
-    set_tracing_disabled(True)
 
 
 @pytest.fixture

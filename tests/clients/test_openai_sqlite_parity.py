@@ -9,7 +9,7 @@ import concurrent.futures
 from typing import Any
 
 import pytest
-from agents import Agent, RunConfig, Runner, set_tracing_disabled
+from agents import Agent, RunConfig, Runner
 from agents.memory import SessionSettings
 from agents.testing import ScriptedModel, assistant_message
 
@@ -17,11 +17,6 @@ from engram_client.openai_agents import EngramSession
 
 pytestmark = pytest.mark.django_db(transaction=True)
 OFFLINE = RunConfig(tracing_disabled=True)
-
-
-@pytest.fixture(autouse=True)
-def _no_tracing() -> None:
-    set_tracing_disabled(True)
 
 
 @pytest.fixture
