@@ -4,7 +4,6 @@ client also proves it serves several loops)."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import httpx
@@ -22,6 +21,7 @@ from engram_client import (
     SecretDetected,
 )
 from engram_client.models import Candidate, DeletionJob, Memory, Packet, ThreadEvent
+from tests.clients.conftest import run_async
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -40,7 +40,7 @@ class Both:
             return Both(attribute)
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            return asyncio.run(attribute(*args, **kwargs))
+            return run_async(attribute(*args, **kwargs))
 
         return call
 

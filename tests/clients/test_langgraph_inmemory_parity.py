@@ -13,6 +13,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph.store.base import InvalidNamespaceError, PutOp
 
 from engram_client.langgraph import EngramStore
+from tests.clients.conftest import run_async
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -124,7 +125,7 @@ def test_cannot_put_an_invalid_namespace_but_the_batch_path_takes_langgraph(stor
         with pytest.raises(InvalidNamespaceError):
             store.put(bad, "foo", doc)
         with pytest.raises(InvalidNamespaceError):
-            asyncio.run(store.aput(bad, "foo", doc))
+            run_async(store.aput(bad, "foo", doc))
 
     store.put(("foo", "langgraph", "foo"), "bar", doc)
     assert store.get(("foo", "langgraph", "foo"), "bar").value == doc
@@ -155,7 +156,7 @@ def test_concurrent_async_calls_see_each_other_in_call_order(store: EngramStore)
                                              store.asearch(("test",), filter={"value": 2}))
         assert first == second and [i.value for i in first] == [{"value": 2}]
 
-    asyncio.run(run())
+    run_async(run())
 
 
 # --- vector search with a configured embedding function ----------------------------------------------------
@@ -224,7 +225,7 @@ def test_async_vector_search_concurrent_with_filters(vstore: EngramStore) -> Non
         ("apple", {"color": "red"}), ("car", {"color": "blue"}), ("phone", {"score": {"$gt": 4.99}}),
         ("book", {"score": {"$lte": 3.5}}), ("car", {"score": {"$lt": 5.1}, "color": "blue"}),
         ("house", {"index": {"$gt": 5}}), ("phone", {"index": {"$lte": 4}})]
-    for results, (query, flt) in zip(asyncio.run(run()), queries, strict=True):
+    for results, (query, flt) in zip(run_async(run()), queries, strict=True):
         assert results, f"no results for {query} {flt}"
         for r in results:
             assert all(_holds(r.value[k], v) for k, v in flt.items())
@@ -275,7 +276,7 @@ def test_embed_with_store_and_operation_level_fields(make_store: Any) -> None:
         results = await others.asearch(("test2",), query="hhh")
         assert len(results) == 3 and next(r for r in results if r.key == "doc5").score is None
 
-    asyncio.run(run())
+    run_async(run())
 
 
 def test_non_ascii(vstore: EngramStore) -> None:

@@ -3,7 +3,6 @@ LangMem's memory tools), then the BaseStore semantics one by one, and isolation.
 
 from __future__ import annotations
 
-import asyncio
 import math
 import threading
 from datetime import datetime
@@ -16,6 +15,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore, InvalidNamespaceError
 
 from engram_client.langgraph import EngramStore
+from tests.clients.conftest import run_async
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -60,10 +60,10 @@ def test_a_compiled_graph_writes_and_reads_memory_in_its_nodes(store: EngramStor
     assert (record.value, record.text, record.source.type, record.status) == (
         {"content": "I love Lisbon"}, "I love Lisbon", "explicit_user_statement", "active")
 
-    async def run_async() -> Any:
+    async def run_graph() -> Any:
         return await graph.ainvoke({"message": "I love Porto"}, {"configurable": {"user_id": "alice"}})
 
-    assert asyncio.run(run_async())["recalled"] == ["I love Porto"]
+    assert run_async(run_graph())["recalled"] == ["I love Porto"]
     history = server.client("usr_owner").history(
         server.client("usr_owner").fact("user/memories/alice", "favourite_city").memory_id)
     assert [m.value["content"] for m in history] == ["I love Lisbon", "I love Porto"]
@@ -223,7 +223,7 @@ def test_several_threads_each_with_its_own_event_loop(store: EngramStore) -> Non
                 await store.aput(("threads",), f"k{n}", {"n": n})
                 assert (await store.aget(("threads",), f"k{n}")).value == {"n": n}
 
-            asyncio.run(run())
+            run_async(run())
             store.put(("threads", "sync"), f"k{n}", {"n": n})
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)

@@ -4,7 +4,6 @@ server over HTTP."""
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -13,6 +12,8 @@ from typing import Any
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from tests.clients.conftest import run_async
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ENGRAM_MCP = str(Path(sys.executable).parent / "engram-mcp")
@@ -27,7 +28,7 @@ def _with_session(server: Any, subject: str, body: Callable[[ClientSession], Awa
             await session.initialize()
             return await body(session)
 
-    return asyncio.run(run())
+    return run_async(run())
 
 
 async def _call(session: ClientSession, tool: str, **arguments: Any) -> Any:
@@ -142,7 +143,7 @@ def test_the_streamable_http_transport_serves_the_same_tools(server: Any) -> Non
                                      field="instrument", value="cello")
                 return names, stored.structured_content
 
-        names, stored = asyncio.run(host())
+        names, stored = run_async(host())
         assert "search_memory" in names and stored["fact"]["value"] == "cello"
     finally:
         process.terminate()

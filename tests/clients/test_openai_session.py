@@ -4,7 +4,6 @@ sizes) and isolation. The SQLiteSession parity cases are in test_openai_sqlite_p
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
@@ -15,6 +14,7 @@ from cryptography.fernet import Fernet
 
 from engram_client import InvalidRequest, SecretDetected
 from engram_client.openai_agents import EngramSession
+from tests.clients.conftest import run_async
 
 pytestmark = pytest.mark.django_db(transaction=True)
 OFFLINE = RunConfig(tracing_disabled=True)
@@ -41,7 +41,7 @@ def test_runner_keeps_the_conversation_in_an_engram_thread(session: EngramSessio
         second = await Runner.run(agent, "What did I ask before?", session=session, run_config=OFFLINE)
         return first, second
 
-    first, second = asyncio.run(conversation())
+    first, second = run_async(conversation())
     assert first.final_output == "Your order A7 shipped yesterday."
     assert second.final_output == "You asked about order A7."
     history = model.calls[-1].input
@@ -49,7 +49,7 @@ def test_runner_keeps_the_conversation_in_an_engram_thread(session: EngramSessio
     assert [i.get("type") for i in history[1:3]] == ["function_call", "function_call_output"]
     assert history[-1] == {"role": "user", "content": "What did I ask before?"}
 
-    thread_id = asyncio.run(session.thread_id())
+    thread_id = run_async(session.thread_id())
     events = server.client("usr_owner").threads.events(thread_id).results
     assert [(e.kind, e.role) for e in events] == [
         ("message", "user"), ("tool_call", "assistant"), ("tool_result", "tool"), ("message", "assistant"),
@@ -73,7 +73,7 @@ def test_items_round_trip_exactly_with_keys_order_and_types(session: EngramSessi
         await session.add_items(items)
         return await session.get_items()
 
-    assert asyncio.run(run()) == items
+    assert run_async(run()) == items
 
 
 def test_the_encrypted_session_wrapper_stores_opaque_tokens(session: EngramSession, server: Any,
@@ -92,16 +92,16 @@ def test_the_encrypted_session_wrapper_stores_opaque_tokens(session: EngramSessi
         await encrypted.add_items(many)
         return await encrypted.get_items(), await session.get_items()
 
-    clear, stored = asyncio.run(run())
+    clear, stored = run_async(run())
     assert any("Golden Gate" in str(i.get("content")) for i in model.calls[-1].input)
     assert clear[-1] == {"role": "user", "content": "note 59"} and len(clear) == 64
     assert all(set(i) == {"__enc__", "v", "kid", "payload"} for i in stored)
     assert "Golden Gate" not in str(server.client("usr_owner").export())
 
     now[0] = 2_000  # past the TTL: the wrapper skips expired envelopes
-    assert asyncio.run(encrypted.get_items()) == []
-    asyncio.run(encrypted.clear_session())
-    assert asyncio.run(session.get_items()) == []
+    assert run_async(encrypted.get_items()) == []
+    run_async(encrypted.clear_session())
+    assert run_async(session.get_items()) == []
 
 
 def test_a_secret_is_refused_and_nothing_of_that_call_is_stored(session: EngramSession) -> None:
@@ -111,34 +111,34 @@ def test_a_secret_is_refused_and_nothing_of_that_call_is_stored(session: EngramS
             await session.add_items([{"role": "user", "content": "fine"},
                                      {"role": "user", "content": "my password is hunter2-x"}])
 
-    asyncio.run(run())
-    assert asyncio.run(session.get_items()) == [{"role": "user", "content": "hello"}]
+    run_async(run())
+    assert run_async(session.get_items()) == [{"role": "user", "content": "hello"}]
 
 
 def test_large_items_fit_up_to_the_event_limit(session: EngramSession) -> None:
     big = {"type": "function_call_output", "call_id": "c9", "output": "lorem ipsum " * 15_000}  # 180 kB
-    asyncio.run(session.add_items([big]))
-    assert asyncio.run(session.get_items(limit=1)) == [big]
+    run_async(session.add_items([big]))
+    assert run_async(session.get_items(limit=1)) == [big]
     with pytest.raises(InvalidRequest) as refused:
-        asyncio.run(session.add_items([{"type": "function_call_output", "call_id": "c10", "output": "x" * 300_000}]))
+        run_async(session.add_items([{"type": "function_call_output", "call_id": "c10", "output": "x" * 300_000}]))
     assert "data" in refused.value.detail
 
 
 def test_another_principal_with_the_same_session_id_sees_nothing(session: EngramSession, server: Any) -> None:
-    asyncio.run(session.add_items([{"role": "user", "content": "my private question"}]))
+    run_async(session.add_items([{"role": "user", "content": "my private question"}]))
     theirs = EngramSession("support-42", client=server.aclient("usr_outsider"))
-    assert asyncio.run(theirs.get_items()) == []
-    assert asyncio.run(theirs.pop_item()) is None
-    asyncio.run(theirs.clear_session())
-    assert asyncio.run(theirs.thread_id()) != asyncio.run(session.thread_id())
-    assert asyncio.run(session.get_items()) == [{"role": "user", "content": "my private question"}]
+    assert run_async(theirs.get_items()) == []
+    assert run_async(theirs.pop_item()) is None
+    run_async(theirs.clear_session())
+    assert run_async(theirs.thread_id()) != run_async(session.thread_id())
+    assert run_async(session.get_items()) == [{"role": "user", "content": "my private question"}]
 
 
 def test_a_cleared_session_goes_through_the_deletion_machinery(session: EngramSession, server: Any) -> None:
     from memory.deletion.models import DeletionJob
 
-    asyncio.run(session.add_items([{"role": "user", "content": "remember the blue door"}]))
-    asyncio.run(session.clear_session())
+    run_async(session.add_items([{"role": "user", "content": "remember the blue door"}]))
+    run_async(session.clear_session())
     job = DeletionJob.objects.get(kind="thread")
     assert job.status == "completed" and job.steps.filter(name="verification", status="done").exists()
     assert "blue door" not in str(server.client("usr_owner").export())

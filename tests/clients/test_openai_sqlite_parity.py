@@ -14,6 +14,7 @@ from agents.memory import SessionSettings
 from agents.testing import ScriptedModel, assistant_message
 
 from engram_client.openai_agents import EngramSession
+from tests.clients.conftest import run_async
 
 pytestmark = pytest.mark.django_db(transaction=True)
 OFFLINE = RunConfig(tracing_disabled=True)
@@ -63,15 +64,15 @@ def test_memory_across_turns_and_separate_sessions(method: str, make_session: An
         assert (await _run(method, agent, "What do I like?", session=cats)).final_output == "You mentioned cats"
         assert "dogs" not in str(model.calls[-1].input) and "cats" in str(model.calls[-1].input)
 
-    asyncio.run(run())
+    run_async(run())
 
 
 @pytest.mark.parametrize("method", ["run", "run_sync", "run_streamed"])
 def test_without_a_session_there_is_no_history(method: str) -> None:
     model = ScriptedModel([[assistant_message("Hello")], [assistant_message("I don't remember")]])
     agent = Agent(name="test", model=model)
-    asyncio.run(_run(method, agent, "Hi there"))
-    asyncio.run(_run(method, agent, "Do you remember?"))
+    run_async(_run(method, agent, "Hi there"))
+    run_async(_run(method, agent, "Do you remember?"))
     assert len(model.calls[-1].input) == 1
 
 
@@ -85,7 +86,7 @@ def test_add_get_clear(make_session: Any) -> None:
         await session.clear_session()
         assert await session.get_items() == []
 
-    asyncio.run(run())
+    run_async(run())
 
 
 def test_pop_item(make_session: Any) -> None:
@@ -103,7 +104,7 @@ def test_pop_item(make_session: Any) -> None:
         assert await session.pop_item() is None
         assert await session.get_items() == []
 
-    asyncio.run(run())
+    run_async(run())
 
 
 def test_pop_only_affects_its_own_session(make_session: Any) -> None:
@@ -117,7 +118,7 @@ def test_pop_only_affects_its_own_session(make_session: Any) -> None:
         assert [i["content"] for i in await one.get_items()] == ["Session 1 message"]
         assert [i["content"] for i in await two.get_items()] == ["Session 2 message 1"]
 
-    asyncio.run(run())
+    run_async(run())
 
 
 def test_get_items_with_limit(make_session: Any) -> None:
@@ -138,7 +139,7 @@ def test_get_items_with_limit(make_session: Any) -> None:
         assert await latest(0) == []
         assert await latest(-1) == contents  # SQLite's LIMIT -1: no limit
 
-    asyncio.run(run())
+    run_async(run())
 
 
 @pytest.mark.parametrize("method", ["run", "run_sync", "run_streamed"])
@@ -152,7 +153,7 @@ def test_list_input_is_appended_to_history(method: str, make_session: Any) -> No
         await session.add_items(history)
         await _run(method, Agent(name="test", model=model), new, session=session)
 
-    asyncio.run(run())
+    run_async(run())
     assert model.calls[-1].input == history + new
 
 
@@ -171,7 +172,7 @@ def test_session_input_callback(method: str, make_session: Any) -> None:
         await _run(method, Agent(name="test", model=model), new, session=session,
                    run_config=RunConfig(tracing_disabled=True, session_input_callback=only_user_messages))
 
-    asyncio.run(run())
+    run_async(run())
     assert model.calls[-1].input == [history[0], new[0]]
 
 
@@ -184,7 +185,7 @@ def test_unicode_special_characters_and_sql_keywords(make_session: Any) -> None:
         await session.add_items([{"role": "user", "content": c} for c in contents])
         return await session.get_items()
 
-    assert [i["content"] for i in asyncio.run(run())] == contents
+    assert [i["content"] for i in run_async(run())] == contents
 
 
 def test_concurrent_writers_each_with_their_own_event_loop(make_session: Any) -> None:
@@ -198,7 +199,7 @@ def test_concurrent_writers_each_with_their_own_event_loop(make_session: Any) ->
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=5) as executor:
         list(executor.map(add, [{"role": "user", "content": f"Message {i}"} for i in range(10)]))
-    assert {i["content"] for i in asyncio.run(session.get_items())} == {f"Message {i}" for i in range(10)}
+    assert {i["content"] for i in run_async(session.get_items())} == {f"Message {i}" for i in range(10)}
 
 
 def test_session_settings(make_session: Any) -> None:
@@ -211,7 +212,7 @@ def test_session_settings(make_session: Any) -> None:
         assert [i["content"] for i in await limited.get_items()] == ["Message 7", "Message 8", "Message 9"]
         assert [i["content"] for i in await limited.get_items(limit=2)] == ["Message 8", "Message 9"]
 
-    asyncio.run(run())
+    run_async(run())
 
 
 def test_run_config_overrides_the_session_limit(make_session: Any) -> None:
@@ -223,6 +224,6 @@ def test_run_config_overrides_the_session_limit(make_session: Any) -> None:
         await Runner.run(Agent(name="test", model=model), "New question", session=session,
                          run_config=RunConfig(tracing_disabled=True, session_settings=SessionSettings(limit=2)))
 
-    asyncio.run(run())
+    run_async(run())
     history = [i for i in model.calls[-1].input if i.get("content") != "New question"]
     assert [i["content"] for i in history] == ["Turn 8", "Turn 9"]

@@ -235,7 +235,7 @@ class EngramStore(BaseStore):
             items = [(r, i) for r, i in items if all(_compare_values(i.value.get(k), v) for k, v in op.filter.items())]
         if not items:
             return []
-        if not op.query:
+        if not (op.query or "").strip():
             return [_search_item(item, None) for _, item in items[op.offset: op.offset + op.limit]]
         scores: dict[str, float] = yield from self._scores(op.query, path, [r for r, _ in items])
         return _rank(items, scores, op.offset, op.limit)
