@@ -235,9 +235,10 @@ class EngramStore(BaseStore):
             items = [(r, i) for r, i in items if all(_compare_values(i.value.get(k), v) for k, v in op.filter.items())]
         if not items:
             return []
-        if not (op.query or "").strip():
+        query = (op.query or "").strip()
+        if not query:
             return [_search_item(item, None) for _, item in items[op.offset: op.offset + op.limit]]
-        scores: dict[str, float] = yield from self._scores(op.query, path, [r for r, _ in items])
+        scores: dict[str, float] = yield from self._scores(query, path, [r for r, _ in items])
         return _rank(items, scores, op.offset, op.limit)
 
     def _list_namespaces(self, op: ListNamespacesOp) -> Plan:
