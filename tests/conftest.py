@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -150,6 +151,23 @@ def page(browser: Any) -> Any:
     page.set_default_timeout(15_000)
     yield page
     context.close()
+
+
+AXE = Path(__file__).resolve().parent.parent / "var" / "node" / "node_modules" / "axe-core" / "axe.min.js"
+# Violations at these impacts fail a page; "minor" and "moderate" ones are reported by axe but not failed.
+AXE_FAILING = ("serious", "critical")
+
+
+def axe_violations(page: Any) -> list[str]:
+    """Run axe-core (WCAG 2.x A/AA rules and best practices) on the page; one line per serious or
+    critical violation, naming the rule and the first offending elements."""
+    if not AXE.exists():
+        pytest.fail(f"axe-core is missing at {AXE}: run `make install` (npm install --prefix var/node axe-core)")
+    page.add_script_tag(path=str(AXE))
+    results = page.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
+    return [f"{page.url}: {v['impact']} {v['id']} ({v['help']}): "
+            + "; ".join(" ".join(node["target"]) for node in v["nodes"][:3])
+            for v in results["violations"] if v["impact"] in AXE_FAILING]
 
 
 def login(page: Any, base_url: str, username: str, password: str) -> None:

@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.authentication import scope_of
-from api.exceptions import _sentence
+from api.exceptions import _sentence, record_refusals
 from api.fields import NameField, NamespaceField, StrictSerializer, check_body_scope
 from api.serializers import record_payload
 from api.views.memories import OutcomeIn, RecordIn, to_record_input
@@ -103,6 +103,8 @@ class MemoryBatchApi(APIView):
                                      embed_now=serializer.validated_data["embed"] == "now")
         results: list[dict[str, Any]] = [
             _error(i, p) for i, p in enumerate(parsed) if isinstance(p, EngramError)]
+        record_refusals(request, [p for p in parsed if isinstance(p, EngramError)]
+                        + [r.error for r in written if r.error is not None])
         results.extend(_result(i, r) for (i, _), r in zip(valid, written, strict=True))
         results.sort(key=lambda r: r["index"])
         counts = {s: sum(1 for r in results if r["status"] == s) for s in ("created", "existing", "error")}

@@ -235,8 +235,8 @@ class EngramStore(BaseStore):
             items = [(r, i) for r, i in items if all(_compare_values(i.value.get(k), v) for k, v in op.filter.items())]
         if not items:
             return []
-        query = (op.query or "").strip()
-        if not query:
+        query = op.query or ""
+        if not query.strip():
             return [_search_item(item, None) for _, item in items[op.offset: op.offset + op.limit]]
         scores: dict[str, float] = yield from self._scores(query, path, [r for r, _ in items])
         return _rank(items, scores, op.offset, op.limit)
