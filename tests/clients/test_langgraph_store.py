@@ -162,6 +162,8 @@ def test_values_and_timestamps_round_trip(store: EngramStore) -> None:
     assert item.created_at.microsecond or later.created_at.microsecond  # sub-second resolution
     with pytest.raises(ValueError):
         store.put(("values",), "nan", {"x": math.nan})
+    with pytest.raises(ValueError):  # PostgreSQL cannot hold NUL: refused before the request, never a 500
+        store.put(("values",), "nul", {"x": "a\x00b"})
 
 
 def test_search_filters_with_every_operator_and_non_finite_bounds(store: EngramStore) -> None:

@@ -113,6 +113,8 @@ def test_a_secret_is_refused_and_nothing_of_that_call_is_stored(session: EngramS
 
     run_async(run())
     assert run_async(session.get_items()) == [{"role": "user", "content": "hello"}]
+    with pytest.raises(ValueError):  # PostgreSQL cannot hold NUL: refused before the request, never a 500
+        run_async(session.add_items([{"role": "user", "content": "a\x00b"}]))
 
 
 def test_large_items_fit_up_to_the_event_limit(session: EngramSession) -> None:

@@ -79,6 +79,17 @@ def async_method(build: Callable[P, Call[T]]) -> Callable[Concatenate[Any, P], A
     return method
 
 
+def contains_nul(value: Any) -> bool:
+    """Whether a JSON-like value holds the NUL character anywhere (PostgreSQL text and jsonb cannot)."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(contains_nul(k) or contains_nul(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(contains_nul(v) for v in value)
+    return False
+
+
 def decode(response: httpx.Response) -> Any:
     try:
         return response.json()

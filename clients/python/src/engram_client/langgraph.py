@@ -69,7 +69,7 @@ from langgraph.store.base import (
 )
 
 from engram_client import _ops as ops
-from engram_client._core import Call, model
+from engram_client._core import Call, contains_nul, model
 from engram_client.aio import AsyncEngram
 from engram_client.client import Engram
 from engram_client.errors import Conflict, EngramError
@@ -414,6 +414,8 @@ def _require_json(value: Any) -> None:
     except (TypeError, ValueError) as exc:
         raise ValueError(f"Engram stores JSON values; this one is not ({exc}). NaN and Infinity have no JSON "
                          "form.") from exc
+    if contains_nul(value):
+        raise ValueError("Engram's database cannot store the NUL character (\\x00) in a value.")
 
 
 def _strings(value: Any) -> list[str]:

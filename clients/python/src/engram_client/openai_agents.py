@@ -40,6 +40,7 @@ from agents.memory import SessionABC, SessionSettings
 from agents.memory.session_settings import resolve_session_limit
 
 from engram_client import _ops as ops
+from engram_client._core import contains_nul
 from engram_client.aio import AsyncEngram
 from engram_client.models import ThreadEvent
 
@@ -193,6 +194,8 @@ def _event_of(item: Any) -> dict[str, Any]:
     read the conversation (kind, role, text; the tool and call id summaries mention)."""
     if not isinstance(item, dict):
         raise TypeError(f"A session item is a dict, not {type(item).__name__}.")
+    if contains_nul(item):
+        raise ValueError("Engram's database cannot store the NUL character (\\x00) in an item.")
     event: dict[str, Any] = {"kind": "other", "data": {"item": item}}
     kind = str(item.get("type") or "message")
     role = item.get("role")
