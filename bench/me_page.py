@@ -59,7 +59,7 @@ def pct(values: list[float], q: float) -> float:
 
 def items(n: int, tag: str) -> list[Any]:
     from memory.models import SourceType
-    from memory.services.writes import RecordInput
+    from memory.records.services import RecordInput
 
     out = []
     for i in range(n):
@@ -74,8 +74,8 @@ def items(n: int, tag: str) -> list[Any]:
 
 
 def load(subject: Any, n: int, tag: str, progress: Any, task: Any) -> None:
+    from memory.records.services import MAX_BATCH, memory_write_batch
     from memory.scope import Scope
-    from memory.services.batch import MAX_BATCH, memory_write_batch
 
     scope = Scope(tenant_id=subject.tenant_id, subject_id=subject.pk, subject_external_id=subject.external_id,
                   permissions=frozenset({"read", "write"}), namespaces=None, actor="system:bench")
@@ -107,8 +107,8 @@ def main() -> None:  # noqa: C901 - a linear script, step by step
     from django.test.utils import CaptureQueriesContext
 
     import review.me
+    from memory.identity.services import tenant_create, user_create
     from memory.models import Subject
-    from memory.services.identity import tenant_create, user_create
 
     call_command("migrate", verbosity=0)
     tenant = tenant_create(slug="bench")

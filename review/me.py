@@ -19,11 +19,11 @@ from django.db.models.functions import Now
 
 from memory.content import unseal, unseal_text
 from memory.deletion.models import DeletionJob
-from memory.indexing import TEXT_SEARCH_CONFIG
 from memory.models import Confidence, MemoryRecord, RecordStatus, SourceType
 from memory.namespaces import to_list
+from memory.records.selectors import effective_status
 from memory.scope import Scope
-from memory.selectors import effective_status
+from memory.search import TEXT_SEARCH_CONFIG
 from memory.tombstones import subject_hash
 from review.words import SOURCE_WORDS, Provenance, provenance
 

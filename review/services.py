@@ -9,11 +9,12 @@ from django.db import transaction
 
 from memory.content import unseal
 from memory.deletion.models import DeletionJob
-from memory.deletion.services import CorrectionResult, memory_correct, memory_delete
+from memory.deletion.services import memory_delete
 from memory.errors import Conflict, EngramError
 from memory.models import Confidence, RecordStatus
+from memory.records.selectors import effective_status, memory_get
+from memory.records.services import CorrectionResult, memory_correct
 from memory.scope import Scope
-from memory.selectors import effective_status, memory_get
 
 MAX_BULK_DELETE = 200
 

@@ -21,12 +21,14 @@ from django.views.decorators.http import require_POST
 
 from memory.deletion.export import export_json
 from memory.deletion.models import DeletionJob
-from memory.deletion.selectors import deletion_for_user, job_payload
-from memory.deletion.services import memory_correct, memory_delete, subject_erase
+from memory.deletion.presenters import job_payload
+from memory.deletion.selectors import deletion_for_user
+from memory.deletion.services import memory_delete, subject_erase
 from memory.errors import EngramError
 from memory.models import MemoryRecord, Subject
+from memory.records.selectors import memory_get, memory_history
+from memory.records.services import memory_correct
 from memory.scope import Scope
-from memory.selectors import memory_get, memory_history
 from memory.tombstones import subject_hash
 from review.me import SOURCE_CHOICES, STATUS_CHOICES, my_deletions, my_namespaces, my_page, my_row, row_of
 from review.services import MAX_BULK_DELETE, guess_confirm, memories_delete

@@ -12,7 +12,7 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from memory.deletion.models import DeletionJob
-from memory.deletion.selectors import job_payload
+from memory.deletion.presenters import job_payload
 from memory.models import Tenant
 from memory.refusals import CODES as REFUSAL_CODES
 from review import overview

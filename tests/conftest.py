@@ -60,7 +60,7 @@ class Agent:
 
 @pytest.fixture
 def make_tenant(db: Any) -> Any:
-    from memory.services.identity import tenant_create
+    from memory.identity.services import tenant_create
 
     def make(slug: str = "acme") -> Any:
         return tenant_create(slug=slug)
@@ -81,7 +81,7 @@ def other_tenant(make_tenant: Any) -> Any:
 @pytest.fixture
 def make_agent(db: Any) -> Any:
     """make_agent(tenant, subject="usr_1", scopes=[...], namespaces=None, token_namespaces=None)."""
-    from memory.services.identity import agent_key_create, principal_token_mint
+    from memory.identity.services import agent_key_create, principal_token_mint
 
     def make(tenant: Any, subject: str | None = "usr_owner", scopes: list[str] | None = None,
              namespaces: list[str] | None = None, token_namespaces: list[str] | None = None) -> Agent:
@@ -112,6 +112,16 @@ def outsider(make_agent: Any, tenant: Any) -> Agent:
 def foreign_agent(make_agent: Any, other_tenant: Any) -> Agent:
     """A subject with the same external id, in another tenant."""
     return make_agent(other_tenant, "usr_owner")
+
+
+@pytest.fixture
+def vault(tenant: Any) -> Any:
+    """A class agents may write that requires encryption at rest (and is not embedded)."""
+    from memory.models import MemoryClass
+
+    return MemoryClass.objects.create(
+        tenant=tenant, name="medical", namespace_prefix="user/medical", allowed_readers=["owner", "agent"],
+        model_permission="write", sensitivity="sensitive", encryption_required=True, embed=False)
 
 
 def memory_body(**overrides: Any) -> dict[str, Any]:

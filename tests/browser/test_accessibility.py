@@ -14,8 +14,8 @@ import pytest
 from django.urls import get_resolver
 
 from memory.consolidation import consolidate
+from memory.identity.services import user_create
 from memory.models import Candidate
-from memory.services.identity import user_create
 from procedures.services import procedure_publish, proposal_approve
 from tests.conftest import axe_violations, login, memory_body
 from tests.consolidation.helpers import INFERRED, state, submit

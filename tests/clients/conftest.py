@@ -35,7 +35,7 @@ class Server:
     tenant: Any
 
     def token(self, subject: str, namespaces: list[str] | None = None) -> str:
-        from memory.services.identity import principal_token_mint
+        from memory.identity.services import principal_token_mint
 
         token, _, _ = principal_token_mint(tenant=self.tenant, subject_external_id=subject, namespaces=namespaces)
         return token
@@ -48,7 +48,7 @@ class Server:
         return AsyncEngram(self.url, api_key=self.key, subject_id=subject, retries=1, **kwargs)
 
     def key_with(self, *scopes: str, namespaces: list[str] | None = None) -> str:
-        from memory.services.identity import agent_key_create
+        from memory.identity.services import agent_key_create
 
         _, raw = agent_key_create(tenant=self.tenant, name=f"key-{'-'.join(scopes)}", permissions=list(scopes),
                                   namespaces=namespaces)
@@ -74,7 +74,7 @@ def run_tasks_inline(monkeypatch: pytest.MonkeyPatch) -> None:
 def server(live_server: Any, run_tasks_inline: None, monkeypatch: pytest.MonkeyPatch) -> Server:
     from django.db import connections
 
-    from memory.services.identity import agent_key_create, tenant_create
+    from memory.identity.services import agent_key_create, tenant_create
 
     # The live server answers each request in a new thread; a persistent connection (CONN_MAX_AGE) would
     # outlive its thread and pile up until Postgres refuses new ones. Close each at the request's end.

@@ -199,8 +199,8 @@ def test_summaries_checkpoints_and_tool_calls(client: Any) -> None:
 
 
 def test_documents_and_procedures(client: Any, server: Any) -> None:
+    from memory.identity.services import user_create
     from memory.knowledge.services import access_domain_create
-    from memory.services.identity import user_create
     from procedures.services import procedure_publish
 
     access_domain_create(tenant=server.tenant, name="handbook", subject_external_ids=("usr_owner",))

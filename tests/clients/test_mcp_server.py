@@ -37,7 +37,7 @@ async def _call(session: ClientSession, tool: str, **arguments: Any) -> Any:
 
 
 def test_an_mcp_host_lists_remembers_searches_and_forgets(server: Any) -> None:
-    from memory.services.identity import user_create
+    from memory.identity.services import user_create
     from procedures.services import procedure_publish
 
     reviewer = user_create(tenant=server.tenant, username="rita", password="pw-rita-123", reviewer=True)

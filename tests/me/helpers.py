@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from memory.models import SourceType, Subject
+from memory.records.services import MAX_BATCH, RecordInput, memory_write_batch
 from memory.scope import Scope
-from memory.services.batch import MAX_BATCH, memory_write_batch
-from memory.services.writes import RecordInput
 
 TOPICS = ["flights", "hotels", "meals", "meetings"]
 NAMESPACES = ["user/travel_preferences", "episodes"]

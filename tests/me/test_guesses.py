@@ -7,15 +7,16 @@ import pytest
 
 from memory.consolidation import consolidate
 from memory.deletion.models import DeletionJob
-from memory.models import AuditEntry, Candidate, MemoryRecord
+from memory.models import AuditEntry, Candidate, MemoryClass, MemoryRecord
 from tests.consolidation.helpers import INFERRED, submit
 from tests.deletion.helpers import run_job
 
 pytestmark = pytest.mark.django_db
 
 
-def guess(agent, field="cuisine", value="thai", text="Likes Thai food", event_id="evt_guess", said="") -> MemoryRecord:
-    candidate = submit(agent, namespace=INFERRED, field=field, value=value, text=text, event_id=event_id,
+def guess(agent, field="cuisine", value="thai", text="Likes Thai food", event_id="evt_guess", said="",
+          namespace=INFERRED) -> MemoryRecord:
+    candidate = submit(agent, namespace=namespace, field=field, value=value, text=text, event_id=event_id,
                        said=said or "That green curry was the best thing I ate all week.")
     assert consolidate(candidate.pk) == "retrievable"
     return MemoryRecord.objects.get(pk=Candidate.objects.get(pk=candidate.pk).result_record_id)
@@ -47,10 +48,19 @@ def _audit_shape(entries):
 
 
 def test_thats_right_is_the_persons_own_statement_through_the_same_gate_and_audit_as_the_api(
-        client, alice, agent):
+        client, alice, agent, tenant):
+    # Agents may only propose in user/inferred, so the API's correction of a guess there is refused; its
+    # twin lives in a class where agents may also write, and the API corrects that one.
+    MemoryClass.objects.create(tenant=tenant, name="hunches", namespace_prefix="user/hunches",
+                               allowed_readers=["owner", "agent", "reviewer"], model_permission="write",
+                               candidates_retrievable=True)
     mine = guess(agent)
     twin = guess(agent, field="airline", value="TAP", text="Flies with TAP", event_id="evt_twin",
-                 said="The TAP lounge in Lisbon is my favourite.")
+                 said="The TAP lounge in Lisbon is my favourite.", namespace=["user", "hunches"])
+    seat = guess(agent, field="seat", value="aisle", text="Sits on the aisle", event_id="evt_seat",
+                 said="I always end up in the aisle seat.")
+    refused = agent.post(f"/api/v1/memories/{seat.pk}/correct", {"fact": {"value": "window"}})
+    assert refused.status_code == 422 and refused.json()["code"] == "class_not_allowed"
     client.force_login(alice)
     start = AuditEntry.objects.order_by("-pk").first().pk
 
@@ -75,7 +85,7 @@ def test_thats_right_is_the_persons_own_statement_through_the_same_gate_and_audi
     assert by_ui[0].data["retired_candidates"] == [mine.pk] and by_api[0].data["retired_candidates"] == [twin.pk]
 
     html = client.get("/me/").content.decode()
-    assert "You confirmed the assistant&#x27;s guess" in html and total_guesses(client) == 0
+    assert "You confirmed the assistant&#x27;s guess" in html and total_guesses(client) == 1  # the refused one
     # The agent is now served the person's statement, not a guess.
     served = agent.get("/api/v1/memories", {"namespace": "user/inferred", "status": "active"}).json()["results"]
     assert {r["memory_id"] for r in served} >= {confirmed.pk} and mine.pk not in {r["memory_id"] for r in served}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.services.identity import user_create
+from memory.identity.services import user_create
 from procedures.models import ChangeProposal, Procedure, ProcedureVersion
 from procedures.services import proposal_approve
 from tests.procedures.conftest import edited, propose

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from memory.consolidation import consolidate
+from memory.identity.services import user_create
 from memory.models import Candidate, Conflict, Tenant
-from memory.services.identity import user_create
 from tests.conftest import memory_body
 from tests.consolidation.helpers import submit
 from tests.deletion.helpers import run_job

@@ -8,9 +8,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from memory.identity.services import user_create
 from memory.models import AuditEntry, Tenant
 from memory.refusals import ACTION as REFUSED
-from memory.services.identity import user_create
 from tests.conftest import memory_body
 from tests.deletion.helpers import tables_containing
 from tests.review.conftest import SECRET

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from memory.identity.services import user_create
 from memory.models import Candidate
-from memory.services.identity import user_create
 from tests.conftest import login
 from tests.review.conftest import in_review
 

@@ -19,7 +19,7 @@ from memory.deletion.models import DeletionJob
 from memory.deletion.services import thread_clear_job
 from memory.scope import WRITE, Scope
 from memory.threads.models import Summary, ThreadEvent
-from memory.threads.services.common import lock_thread, require
+from memory.threads.services.common import lock_thread
 from memory.threads.services.events import blank_events, tombstone_events
 from memory.threads.services.summaries import mark_stale
 
@@ -51,7 +51,8 @@ def summaries_cleared(thread_id: str, up_to_seq: int) -> QuerySet[Summary]:
 
 @transaction.atomic
 def thread_clear(*, scope: Scope, thread_id: str) -> ClearResult:
-    require(scope, WRITE)
+    scope.require(WRITE)
+    scope.require_threads()
     thread = lock_thread(scope, thread_id)
     cleared = clear_events(thread_id=thread.pk, tenant_id=scope.tenant_id,
                            subject_external_id=scope.subject_external_id, up_to_seq=thread.last_seq)
