@@ -1,6 +1,7 @@
 """The clients against a real server: pytest-django's live_server (a threaded WSGI server on a socket), the
-real database, the real embedding model. Tasks (embeddings, deletion jobs) run in-process as each request
-commits (django-q2 sync mode), so a test sees what a deployment with a running worker shows moments later.
+real database, the real embedding model. Modules that need the worker's effects (embeddings, deletion jobs)
+use ``run_tasks_inline``: tasks then run in-process as each request commits (django-q2 sync mode), so a test
+sees what a deployment with a running worker shows moments later. The parity modules leave tasks queued.
 
 Tenants, keys and tokens are made through the services, as an operator would; everything after that goes
 over HTTP through engram_client.
@@ -71,7 +72,7 @@ def run_tasks_inline(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def server(live_server: Any, run_tasks_inline: None, monkeypatch: pytest.MonkeyPatch) -> Server:
+def server(live_server: Any, monkeypatch: pytest.MonkeyPatch) -> Server:
     from django.db import connections
 
     from memory.identity.services import agent_key_create, tenant_create

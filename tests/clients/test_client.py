@@ -23,7 +23,7 @@ from engram_client import (
 from engram_client.models import Candidate, DeletionJob, Memory, Packet, ThreadEvent
 from tests.clients.conftest import run_async
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("run_tasks_inline")]
 
 PREFS = ["user", "travel_preferences"]
 

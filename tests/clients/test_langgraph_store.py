@@ -17,7 +17,7 @@ from langgraph.store.base import BaseStore, InvalidNamespaceError
 from engram_client.langgraph import EngramStore
 from tests.clients.conftest import run_async
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("run_tasks_inline")]
 
 
 @pytest.fixture

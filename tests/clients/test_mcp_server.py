@@ -15,7 +15,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from tests.clients.conftest import run_async
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("run_tasks_inline")]
 ENGRAM_MCP = str(Path(sys.executable).parent / "engram-mcp")
 
 

@@ -16,7 +16,7 @@ from engram_client import InvalidRequest, SecretDetected
 from engram_client.openai_agents import EngramSession
 from tests.clients.conftest import run_async
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("run_tasks_inline")]
 OFFLINE = RunConfig(tracing_disabled=True)
 
 

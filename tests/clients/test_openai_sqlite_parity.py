@@ -49,31 +49,34 @@ async def _run(method: str, agent: Agent, value: Any, **kwargs: Any) -> Any:
     return result
 
 
-@pytest.mark.parametrize("method", ["run", "run_sync", "run_streamed"])
-def test_memory_across_turns_and_separate_sessions(method: str, make_session: Any) -> None:
+METHODS = ("run", "run_sync", "run_streamed")  # each case runs through the three ways of running an agent
+
+
+async def _turns_and_sessions(method: str, make_session: Any) -> None:
     model = ScriptedModel([[assistant_message("San Francisco")], [assistant_message("California")],
                            [assistant_message("I like dogs")], [assistant_message("You mentioned cats")]])
     agent = Agent(name="test", model=model)
     cats, dogs = make_session(f"cats-{method}"), make_session(f"dogs-{method}")
-
-    async def run() -> None:
-        assert (await _run(method, agent, "I like cats", session=cats)).final_output == "San Francisco"
-        assert (await _run(method, agent, "What state?", session=cats)).final_output == "California"
-        assert len(model.calls[-1].input) > 1
-        await _run(method, agent, "I like dogs", session=dogs)
-        assert (await _run(method, agent, "What do I like?", session=cats)).final_output == "You mentioned cats"
-        assert "dogs" not in str(model.calls[-1].input) and "cats" in str(model.calls[-1].input)
-
-    run_async(run())
+    assert (await _run(method, agent, "I like cats", session=cats)).final_output == "San Francisco"
+    assert (await _run(method, agent, "What state?", session=cats)).final_output == "California"
+    assert len(model.calls[-1].input) > 1
+    await _run(method, agent, "I like dogs", session=dogs)
+    assert (await _run(method, agent, "What do I like?", session=cats)).final_output == "You mentioned cats"
+    assert "dogs" not in str(model.calls[-1].input) and "cats" in str(model.calls[-1].input)
 
 
-@pytest.mark.parametrize("method", ["run", "run_sync", "run_streamed"])
-def test_without_a_session_there_is_no_history(method: str) -> None:
-    model = ScriptedModel([[assistant_message("Hello")], [assistant_message("I don't remember")]])
-    agent = Agent(name="test", model=model)
-    run_async(_run(method, agent, "Hi there"))
-    run_async(_run(method, agent, "Do you remember?"))
-    assert len(model.calls[-1].input) == 1
+def test_memory_across_turns_and_separate_sessions(make_session: Any) -> None:
+    for method in METHODS:
+        run_async(_turns_and_sessions(method, make_session))
+
+
+def test_without_a_session_there_is_no_history() -> None:
+    for method in METHODS:
+        model = ScriptedModel([[assistant_message("Hello")], [assistant_message("I don't remember")]])
+        agent = Agent(name="test", model=model)
+        run_async(_run(method, agent, "Hi there"))
+        run_async(_run(method, agent, "Do you remember?"))
+        assert len(model.calls[-1].input) == 1
 
 
 def test_add_get_clear(make_session: Any) -> None:
@@ -142,38 +145,33 @@ def test_get_items_with_limit(make_session: Any) -> None:
     run_async(run())
 
 
-@pytest.mark.parametrize("method", ["run", "run_sync", "run_streamed"])
-def test_list_input_is_appended_to_history(method: str, make_session: Any) -> None:
-    session = make_session(f"list-{method}")
-    model = ScriptedModel([[assistant_message("This should run")]])
+async def _history_then(method: str, session: EngramSession, model: ScriptedModel, history: list[Any],
+                        new: list[Any], **kwargs: Any) -> None:
+    await session.add_items(history)
+    await _run(method, Agent(name="test", model=model), new, session=session, **kwargs)
+
+
+def test_list_input_is_appended_to_history(make_session: Any) -> None:
     history = [{"role": "user", "content": "Earlier message"}, {"role": "assistant", "content": "Saved reply"}]
     new = [{"role": "user", "content": "Test message"}]
-
-    async def run() -> None:
-        await session.add_items(history)
-        await _run(method, Agent(name="test", model=model), new, session=session)
-
-    run_async(run())
-    assert model.calls[-1].input == history + new
+    for method in METHODS:
+        model = ScriptedModel([[assistant_message("This should run")]])
+        run_async(_history_then(method, make_session(f"list-{method}"), model, history, new))
+        assert model.calls[-1].input == history + new
 
 
-@pytest.mark.parametrize("method", ["run", "run_sync", "run_streamed"])
-def test_session_input_callback(method: str, make_session: Any) -> None:
-    session = make_session(f"callback-{method}")
-    model = ScriptedModel([[assistant_message("I'm a model")]])
+def test_session_input_callback(make_session: Any) -> None:
     history = [{"role": "user", "content": "Hello there."}, {"role": "assistant", "content": "Hi, I'm here."}]
     new = [{"role": "user", "content": "What your name?"}]
 
     def only_user_messages(past: list[Any], new_input: list[Any]) -> list[Any]:
         return [item for item in past if item["role"] == "user"] + new_input
 
-    async def run() -> None:
-        await session.add_items(history)
-        await _run(method, Agent(name="test", model=model), new, session=session,
-                   run_config=RunConfig(tracing_disabled=True, session_input_callback=only_user_messages))
-
-    run_async(run())
-    assert model.calls[-1].input == [history[0], new[0]]
+    for method in METHODS:
+        model = ScriptedModel([[assistant_message("I'm a model")]])
+        run_async(_history_then(method, make_session(f"callback-{method}"), model, history, new,
+                                run_config=RunConfig(tracing_disabled=True, session_input_callback=only_user_messages)))
+        assert model.calls[-1].input == [history[0], new[0]]
 
 
 def test_unicode_special_characters_and_sql_keywords(make_session: Any) -> None:
