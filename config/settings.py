@@ -137,11 +137,15 @@ WHITENOISE_USE_FINDERS = True
 
 # Bodies above this are refused with 400 payload_too_large (a batch of 500 items fits).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("ENGRAM_MAX_BODY_BYTES", 5 * 1024 * 1024)
+# JSON bodies nested deeper than this are refused with 400 too_deep (a batch item's own nesting counts from
+# the body's top level).
+ENGRAM_MAX_JSON_DEPTH = env_int("ENGRAM_MAX_JSON_DEPTH", 64)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["api.authentication.AgentKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["api.permissions.HasPrincipal"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # JSON only, checked as a whole (NUL, lone surrogates, 64-bit integers, depth) before any view runs.
+    "DEFAULT_PARSER_CLASSES": ["api.parsers.EngramJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "api.exceptions.engram_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

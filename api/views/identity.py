@@ -9,7 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.authentication import principal_of
-from api.fields import NamespaceField, StrictSerializer
+from api.fields import NamespaceField, StrictSerializer, integer
 from api.permissions import HasAgentKey
 from memory.errors import Forbidden
 from memory.scope import MINT
@@ -21,7 +21,7 @@ class PrincipalTokenCreateApi(APIView):
 
     class InputSerializer(StrictSerializer):
         subject_id = serializers.CharField(max_length=128)
-        ttl = serializers.IntegerField(required=False, min_value=1)
+        ttl = integer(required=False, min_value=1)
         namespaces = serializers.ListField(child=NamespaceField(), required=False, allow_empty=False)
 
     def post(self, request: Request) -> Response:

@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 
 from api.authentication import scope_of
 from api.exceptions import _sentence
-from api.fields import NameField, StrictSerializer, check_json_value
+from api.fields import NameField, StrictSerializer, check_json_value, integer, item_problem
 from memory.errors import EngramError, Forbidden, InvalidInput
 from memory.knowledge.deletion import deletion_payload, document_delete
 from memory.knowledge.models import Document
@@ -96,8 +96,8 @@ def _ingest_body(result: IngestResult) -> dict[str, Any]:
 class DocumentListCreateApi(APIView):
     class FilterIn(serializers.Serializer):
         access_domain = NameField(required=False)
-        limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
-        offset = serializers.IntegerField(min_value=0, default=0)
+        limit = integer(min_value=1, max_value=200, default=50)
+        offset = integer(min_value=0, default=0)
 
     def get(self, request: Request) -> Response:
         scope = scope_of(request)
@@ -120,6 +120,8 @@ class DocumentListCreateApi(APIView):
 
 
 class DocumentBatchApi(APIView):
+    per_item_fields = ("documents",)  # the body parser leaves these to the loop below: one error per bad item
+
     class BatchIn(StrictSerializer):
         documents = serializers.ListField(child=serializers.JSONField(), min_length=1, max_length=MAX_BATCH)
 
@@ -128,6 +130,10 @@ class DocumentBatchApi(APIView):
         batch.is_valid(raise_exception=True)
         items: list[DocumentInput | EngramError] = []
         for raw in batch.validated_data["documents"]:
+            problem = item_problem(raw)
+            if problem is not None:
+                items.append(problem)
+                continue
             item = DocumentIn(data=raw)
             items.append(_input(item.validated_data) if item.is_valid()
                          else InvalidInput(_sentence(item.errors)))

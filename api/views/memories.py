@@ -16,6 +16,7 @@ from api.fields import (
     StrictSerializer,
     check_body_scope,
     check_json_value,
+    integer,
     text_field,
 )
 from api.serializers import record_payload
@@ -112,8 +113,8 @@ class MemoryListCreateApi(APIView):
         namespace = NamespaceField(required=False)
         kind = NameField(required=False)
         status = serializers.ChoiceField(choices=RecordStatus.choices, required=False)
-        limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
-        offset = serializers.IntegerField(min_value=0, default=0)
+        limit = integer(min_value=1, max_value=200, default=50)
+        offset = integer(min_value=0, default=0)
 
     def get(self, request: Request) -> Response:
         filters = self.FilterIn(data=request.query_params)

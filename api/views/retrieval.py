@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 
 from api.authentication import scope_of
 from api.exceptions import _sentence
-from api.fields import NameField, NamespaceField, StrictSerializer, check_body_scope
+from api.fields import NameField, NamespaceField, StrictSerializer, check_body_scope, item_problem
 from api.serializers import record_payload
 from api.views.memories import OutcomeIn, RecordIn, to_record_input
 from memory.errors import EngramError, InvalidInput
@@ -83,6 +83,8 @@ class FactApi(APIView):
 class MemoryBatchApi(APIView):
     """POST /memories/batch: up to 500 explicit statements or outcomes, one result per item."""
 
+    per_item_fields = ("items",)  # the body parser leaves these to BatchItemParser: one error per bad item
+
     class InputSerializer(StrictSerializer):
         items = serializers.ListField(child=serializers.DictField(), allow_empty=False)
         # "worker" (default): embeddings are filled behind by the worker, the call returns at once.
@@ -124,6 +126,9 @@ class BatchItemParser:
         given = item.get("source")
         source: dict[str, Any] = given if isinstance(given, dict) else {}
         is_outcome = "reference" in item or source.get("type") in OUTCOME_SOURCE_TYPES
+        problem = item_problem(item)
+        if problem is not None:
+            return problem
         try:
             check_body_scope(item, self.scope)
             data = (self.outcome if is_outcome else self.statement).run_validation(item)

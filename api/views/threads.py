@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.authentication import scope_of
-from api.fields import StrictSerializer, check_body_scope, check_json_value, text_field
+from api.fields import StrictSerializer, check_body_scope, check_json_value, integer, text_field
 from memory.errors import InvalidInput
 from memory.scope import READ, Scope
 from memory.threads import selectors
@@ -117,8 +117,8 @@ class ThreadListCreateApi(APIView):
         metadata = serializers.JSONField(required=False, default=dict, validators=[_dict])
 
     class FilterSerializer(serializers.Serializer):
-        limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
-        offset = serializers.IntegerField(min_value=0, default=0)
+        limit = integer(min_value=1, max_value=200, default=50)
+        offset = integer(min_value=0, default=0)
 
     def get(self, request: Request) -> Response:
         filters = self.FilterSerializer(data=request.query_params)
@@ -158,8 +158,8 @@ class ThreadEventsApi(APIView):
             return attrs
 
     class FilterSerializer(serializers.Serializer):
-        after = serializers.IntegerField(min_value=0, default=0)
-        limit = serializers.IntegerField(min_value=1, max_value=500, default=100)
+        after = integer(min_value=0, default=0)
+        limit = integer(min_value=1, max_value=500, default=100)
 
     def get(self, request: Request, thread_id: str) -> Response:
         filters = self.FilterSerializer(data=request.query_params)
@@ -195,8 +195,8 @@ class ThreadSummariesApi(APIView):
     class InputSerializer(StrictSerializer):
         subject_id = serializers.CharField(max_length=128, required=False)
         text = text_field()
-        from_seq = serializers.IntegerField(min_value=1)
-        to_seq = serializers.IntegerField(min_value=1)
+        from_seq = integer(min_value=1)
+        to_seq = integer(min_value=1)
         unresolved = serializers.ListField(child=serializers.JSONField(), required=False, default=list,
                                            max_length=100, validators=[check_json_value])
         referenced_event_ids = serializers.ListField(child=serializers.CharField(max_length=40), required=False,
@@ -221,8 +221,8 @@ class ThreadSummariesApi(APIView):
 class ThreadSummarizeApi(APIView):
     class InputSerializer(StrictSerializer):
         subject_id = serializers.CharField(max_length=128, required=False)
-        from_seq = serializers.IntegerField(min_value=1, required=False)
-        to_seq = serializers.IntegerField(min_value=1, required=False)
+        from_seq = integer(min_value=1, required=False)
+        to_seq = integer(min_value=1, required=False)
 
     def post(self, request: Request, thread_id: str) -> Response:
         data = _validated(self.InputSerializer, request)
