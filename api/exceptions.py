@@ -83,8 +83,9 @@ def engram_exception_handler(exc: Exception, context: dict[str, Any]) -> Respons
         codes = exc.get_codes()
         code = codes if isinstance(codes, str) else exc.default_code
         response = Response({"code": code, "detail": str(exc.detail)}, status=exc.status_code)
-        if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
-            response["Retry-After"] = str(max(1, math.ceil(exc.wait)))
+        wait = getattr(exc, "wait", None)  # set on Throttled
+        if isinstance(exc, exceptions.Throttled) and wait is not None:
+            response["Retry-After"] = str(max(1, math.ceil(wait)))
         if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
             response.status_code = 401
             response["WWW-Authenticate"] = 'Bearer realm="engram"'
