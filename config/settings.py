@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 
@@ -110,12 +111,19 @@ if env_str("ENGRAM_TEST_DB_NAME"):
     DATABASES["default"]["TEST"]["NAME"] = env_str("ENGRAM_TEST_DB_NAME")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# Shared cache backend (database) so that invalidation on one node reaches every node.
+# Shared cache backend (database) so that invalidation on one node reaches every node. "default" holds
+# disposable cached results and is cleared whole by a deletion; "coordination" holds what several nodes
+# must agree on and a deletion must not reset: rate-limit counters and worker heartbeats (no memory content).
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.db.DatabaseCache",
         "LOCATION": "engram_cache",
-    }
+    },
+    "coordination": {
+        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+        "LOCATION": "engram_coordination",
+        "OPTIONS": {"MAX_ENTRIES": 100_000},
+    },
 }
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -154,10 +162,17 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {"TITLE": "Engram API", "VERSION": "1.0.0"}
 
 # --- django-q2 -----------------------------------------------------------------------------
+# Three queues, each served by its own qcluster (`manage.py workers` starts all three; `serve` too), so that
+# no class of work waits behind another (memory/tasks.py routes every task):
+#   urgent  - deletion and erasure jobs: privacy work a person is waiting on, never behind an import;
+#   engram  - short interactive work: one record's embedding, consolidation, summaries, schedules;
+#   bulk    - batch imports' embeddings and document embeddings: large, and fine to run behind the others.
+# A task a worker claimed is leased for `retry` seconds: if the worker dies (SIGKILL, a lost node) the task
+# is delivered again after the lease expires, and every task is safe to run twice.
 Q_CLUSTER = {
-    "name": "engram",
+    "name": "engram",  # the default (interactive) queue; also the signing salt every queue shares
     "orm": "default",
-    "workers": env_int("ENGRAM_Q_WORKERS", 2),
+    "workers": env_int("ENGRAM_Q_WORKERS", 1),
     "timeout": 120,
     "retry": 180,  # > timeout, as django-q2 requires; a re-delivered task must be idempotent
     "max_attempts": 5,
@@ -167,7 +182,32 @@ Q_CLUSTER = {
     "sync": env_bool("ENGRAM_Q_SYNC", False),
     "label": "Tasks",
     "log_level": env_str("ENGRAM_Q_LOG_LEVEL", "WARNING"),
+    # Worker heartbeats live beside the throttle counters, out of reach of the deletion's cache purge.
+    "cache": "coordination",
+    "ALT_CLUSTERS": {
+        "urgent": {
+            "workers": env_int("ENGRAM_Q_URGENT_WORKERS", 1),
+            "timeout": env_int("ENGRAM_Q_URGENT_TIMEOUT", 120),
+            # A job claimed by a worker that died is picked up again this many seconds after the claim.
+            "retry": env_int("ENGRAM_Q_URGENT_RETRY", 150),
+            "max_attempts": 0,  # retried until it completes: a deletion is never given up by the queue
+            "poll": 0.1,
+        },
+        "bulk": {
+            "workers": env_int("ENGRAM_Q_BULK_WORKERS", 1),
+            "timeout": 600,
+            "retry": 660,
+        },
+    },
 }
+# Threads each process gives the embedding model (torch intra-op threads). One process per queue embeds;
+# the bulk worker gets every core (it runs at a lower CPU priority, ENGRAM_Q_BULK_NICE, so web requests and
+# deletions come first), the others and each web worker one thread: several processes each running a
+# multi-threaded model on two cores only slow each other down.
+ENGRAM_BULK_EMBED_THREADS = env_int("ENGRAM_BULK_EMBED_THREADS", os.cpu_count() or 1)
+ENGRAM_Q_BULK_NICE = env_int("ENGRAM_Q_BULK_NICE", 10)
+# Load the embedding model when a worker starts instead of in its first task (about 8 s of torch import).
+ENGRAM_Q_WARMUP = env_bool("ENGRAM_Q_WARMUP", True)
 
 # --- Engram --------------------------------------------------------------------------------
 # Principal tokens: default and maximum lifetime (seconds).

@@ -51,6 +51,21 @@ def worker_status() -> str:
         return "down"
 
 
+def queue_depths() -> dict[str, dict[str, int]]:
+    """Tasks waiting and tasks claimed by a worker, per queue (memory.tasks.QUEUES)."""
+    from django.db.models import Count, Q
+    from django.utils import timezone
+    from django_q.models import OrmQ
+
+    from memory.tasks import QUEUES
+
+    now = timezone.now()
+    rows = {r["key"]: r for r in OrmQ.objects.values("key").annotate(
+        queued=Count("id", filter=Q(lock__lte=now)), running=Count("id", filter=Q(lock__gt=now)))}
+    return {q: {"queued": rows.get(q, {}).get("queued", 0), "running": rows.get(q, {}).get("running", 0)}
+            for q in QUEUES}
+
+
 class HealthApi(APIView):
     authentication_classes: list = []
     permission_classes: list = []
@@ -69,4 +84,5 @@ class HealthApi(APIView):
 
             body["embeddings_pending"] = MemoryRecord.objects.filter(
                 embedding__isnull=True, memory_class__embed=True, status="active").count()
+            body["queues"] = queue_depths()
         return Response(body, status=200 if database == "ok" else 503)

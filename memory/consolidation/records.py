@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from django.db import transaction
 from django.utils import timezone
-from django_q.tasks import async_task
 
 from memory.audit import audit
 from memory.content import seal
 from memory.indexing import refresh_search_vectors
 from memory.models import Candidate, Confidence, MemoryClass, MemoryRecord, RecordStatus, SourceType
+from memory.tasks import INTERACTIVE, enqueue
 
 
 def store_candidate_record(*, candidate: Candidate, memory_class: MemoryClass, actor: str) -> MemoryRecord:
@@ -41,5 +41,5 @@ def store_candidate_record(*, candidate: Candidate, memory_class: MemoryClass, a
           tenant_id=candidate.tenant_id, subject_id=candidate.subject_id,
           data={"candidate_id": candidate.pk, "superseded": older})
     if memory_class.embed:
-        transaction.on_commit(lambda: async_task("memory.tasks.embed_records", [record.pk]))
+        transaction.on_commit(lambda: enqueue("memory.tasks.embed_records", [record.pk], queue=INTERACTIVE))
     return record

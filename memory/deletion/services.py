@@ -25,7 +25,6 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
-from django_q.tasks import async_task
 
 from memory.audit import audit
 from memory.content import decrypt_str, encrypt_str, unseal, unseal_candidate, unseal_parts, unseal_text
@@ -37,6 +36,7 @@ from memory.ids import new_event_id
 from memory.models import Candidate, Event, MemoryRecord, RecordStatus, SourceType, Subject, Tombstone
 from memory.scope import WRITE, Scope
 from memory.services.writes import RecordInput, refuse_secrets, store_confirmed
+from memory.tasks import URGENT, enqueue
 from memory.tombstones import content_hash_for, event_hash, subject_hash
 
 VERIFICATION = "verification"
@@ -192,7 +192,7 @@ def _summaries_leave_retrieval(*, scope: Scope, plan: _Plan, whole_subject: bool
 
 
 def _enqueue(job_id: str) -> None:
-    transaction.on_commit(lambda: async_task("memory.deletion.tasks.run_deletion", job_id))
+    transaction.on_commit(lambda: enqueue("memory.deletion.tasks.run_deletion", job_id, queue=URGENT))
 
 
 def _requeue_if_failed(job: DeletionJob) -> DeletionJob:

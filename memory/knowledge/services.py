@@ -25,7 +25,6 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
-from django_q.tasks import async_task
 
 from memory.audit import audit
 from memory.errors import EngramError, Forbidden, InvalidInput, NotFound, SecretDetected
@@ -38,6 +37,7 @@ from memory.knowledge.models import AccessDomain, Chunk, Document
 from memory.knowledge.secrets import describe, scan_document
 from memory.models import Subject, Tenant
 from memory.scope import WRITE, Scope
+from memory.tasks import BULK, enqueue
 
 MAX_BATCH = 200
 
@@ -215,7 +215,7 @@ def _store(*, scope: Scope, prepared: _Prepared, vectors: list[list[float]] | No
     tenant_id, document_id = scope.tenant_id, document.pk
     transaction.on_commit(lambda: bump_knowledge_cache_version(tenant_id))
     if vectors is None:
-        transaction.on_commit(lambda: async_task("memory.knowledge.tasks.embed_document", document_id))
+        transaction.on_commit(lambda: enqueue("memory.knowledge.tasks.embed_document", document_id, queue=BULK))
     return IngestResult(document=document, status=status)
 
 

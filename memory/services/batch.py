@@ -20,7 +20,6 @@ from typing import Any
 from django.db import connection, models, transaction
 from django.db.models.functions import Now
 from django.utils import timezone
-from django_q.tasks import async_task
 
 from memory.content import seal_text
 from memory.embedder import get_embedder
@@ -53,6 +52,7 @@ from memory.services.writes import (
     new_record,
     retire_candidate_records,
 )
+from memory.tasks import BULK, enqueue
 from memory.tombstones import event_hash, is_tombstoned, subject_hash
 
 MAX_BATCH = 500
@@ -316,7 +316,7 @@ def _store(scope: Scope, fresh: list[_Pending], *, vectors: Future[list[list[flo
     embed_ids = [r.pk for r, _ in to_embed if r.embedding is None]
     if embed_ids:
         # One task for the whole batch: the embedder runs it as batched model calls.
-        transaction.on_commit(lambda: async_task("memory.tasks.embed_records", embed_ids))
+        transaction.on_commit(lambda: enqueue("memory.tasks.embed_records", embed_ids, queue=BULK))
 
 
 def _copy_into(model: type[models.Model], objs: list[Any]) -> None:

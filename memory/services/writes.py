@@ -16,7 +16,6 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
-from django_q.tasks import async_task
 
 from memory.audit import audit
 from memory.content import seal, seal_candidate, seal_text
@@ -38,6 +37,7 @@ from memory.policy import precedence
 from memory.policy.classes import require_class
 from memory.policy.secrets import describe, scan_payload
 from memory.scope import PROPOSE, WRITE, Scope
+from memory.tasks import INTERACTIVE, enqueue
 from memory.tombstones import is_tombstoned
 
 OUTCOME_SOURCE_TYPES = (SourceType.VERIFIED_OUTCOME, SourceType.SYSTEM_OF_RECORD, SourceType.ORG_RECORD)
@@ -247,7 +247,7 @@ def store_confirmed(*, scope: Scope, item: RecordInput, memory_class: MemoryClas
                 "superseded": [h.pk for h in heads] if decision.outcome is precedence.Outcome.SUPERSEDE else [],
                 "conflict_with": conflict_with, "retired_candidates": [r.pk for r in retired]})
     if memory_class.embed:
-        transaction.on_commit(lambda: async_task("memory.tasks.embed_records", [record.pk]))
+        transaction.on_commit(lambda: enqueue("memory.tasks.embed_records", [record.pk], queue=INTERACTIVE))
     record.refresh_from_db()
     return WriteResult(record=record, created=True, decision=decision, conflict_with=conflict_with)
 
@@ -330,5 +330,5 @@ def candidate_submit(*, scope: Scope, item: RecordInput, evidence: list[dict[str
     )
     audit(actor=scope.actor, action="candidate.submit", object_type="candidate", object_id=candidate.pk,
           tenant_id=scope.tenant_id, subject_id=scope.subject_id, data={"event_id": event.pk})
-    transaction.on_commit(lambda: async_task("memory.tasks.consolidate_candidate", candidate.pk))
+    transaction.on_commit(lambda: enqueue("memory.tasks.consolidate_candidate", candidate.pk, queue=INTERACTIVE))
     return CandidateResult(candidate=candidate, created=True)
