@@ -9,7 +9,7 @@ from typing import Any
 from django.conf import settings
 from rest_framework import serializers
 
-from api.json_values import json_problem
+from api.json_values import item_problem_of
 from memory.errors import InvalidInput, ScopeMismatch
 from memory.namespaces import InvalidNamespace, to_path
 from memory.scope import Scope
@@ -58,7 +58,7 @@ def item_problem(item: Any) -> InvalidInput | None:
 
     The body parser skips the items of ``per_item_fields`` so that a batch endpoint can answer one bad
     item with this error and still write the others."""
-    problem = json_problem(item)
+    problem = item_problem_of(item)
     return None if problem is None else InvalidInput(problem.sentence(), code=problem.code)
 
 

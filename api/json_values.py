@@ -60,6 +60,11 @@ def _string_problem(text: str) -> str | None:
     return f"contains a lone surrogate ({printable(found.group())}), which is not valid Unicode text."
 
 
+# What json.dumps(ensure_ascii=False) shows for each problem json_problem looks for: NUL is written as the
+# escape \u0000, surrogates as themselves, infinities as Infinity, 64-bit overflows as 20+ digit runs.
+_SUSPECT = re.compile(r"\\u0000|[\ud800-\udfff]|Infinity|NaN|\d{19}")
+
+
 def json_problem(value: Any, *, path: str = "", depth_limit: int | None = None,
                  skip_items_of: frozenset[str] = frozenset()) -> JsonProblem | None:
     """The first problem of ``value`` in document order, or None when every part of it can be stored.
@@ -70,40 +75,49 @@ def json_problem(value: Any, *, path: str = "", depth_limit: int | None = None,
     per-item work starts.
     """
     limit = max_depth() if depth_limit is None else depth_limit
-    # (value, path, depth, checked): "checked" is False inside skipped batch items (depth only).
+    # (value, path, depth, checked): "checked" is False inside skipped batch items, which are only measured
+    # for depth (no path is built for them: a 500-item batch holds thousands of values).
     stack: list[tuple[Any, str, int, bool]] = [(value, path, 0, True)]
     while stack:
         item, where, depth, checked = stack.pop()
         if isinstance(item, dict | list) and depth >= limit:
             return JsonProblem(where, f"is nested more than {limit} levels deep.", code="too_deep")
-        if isinstance(item, str):
-            problem = _string_problem(item) if checked else None
+        if not checked:
+            children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+            stack.extend((child, where, depth + 1, False) for child in children if isinstance(child, dict | list))
+        elif isinstance(item, str):
+            problem = _string_problem(item)
             if problem:
                 return JsonProblem(where, problem)
         elif isinstance(item, bool) or item is None:
             continue
         elif isinstance(item, int):
-            if checked and not INT64_MIN <= item <= INT64_MAX:
+            if not INT64_MIN <= item <= INT64_MAX:
                 return JsonProblem(where, "is an integer outside the signed 64-bit range.")
         elif isinstance(item, float):
-            if checked and not math.isfinite(item):
+            if not math.isfinite(item):
                 return JsonProblem(where, "is a number too large to represent.")
         elif isinstance(item, dict):
             children = []
             for key, child in item.items():
                 key_where = _key_path(where, key)
-                if checked:
-                    key_problem = _string_problem(key)
-                    if key_problem:
-                        return JsonProblem(key_where, "the field name " + key_problem)
-                skip = checked and depth == 0 and key in skip_items_of and isinstance(child, list)
-                children.append((child, key_where, depth + 1, checked, skip))
-            for child, key_where, child_depth, child_checked, skip in reversed(children):
-                if skip:
-                    stack.extend((element, f"{key_where}[{i}]", child_depth + 1, False)
-                                 for i, element in reversed(list(enumerate(child))))
+                key_problem = _string_problem(key)
+                if key_problem:
+                    return JsonProblem(key_where, "the field name " + key_problem)
+                if depth == 0 and key in skip_items_of and isinstance(child, list):
+                    children.extend((element, f"{key_where}[{i}]", depth + 2, False)
+                                    for i, element in enumerate(child))
                 else:
-                    stack.append((child, key_where, child_depth, child_checked))
+                    children.append((child, key_where, depth + 1, True))
+            stack.extend(reversed(children))
         elif isinstance(item, list):
-            stack.extend((child, f"{where}[{i}]", depth + 1, checked) for i, child in reversed(list(enumerate(item))))
+            stack.extend((child, f"{where}[{i}]", depth + 1, True) for i, child in reversed(list(enumerate(item))))
     return None
+
+
+def item_problem_of(item: Any) -> JsonProblem | None:
+    """json_problem for one batch item whose depth the body parser already bounded. Most items are clean:
+    one C-speed serialisation tells, and only a suspect item is walked to name the offending value."""
+    if not _SUSPECT.search(json.dumps(item, ensure_ascii=False)):
+        return None
+    return json_problem(item)
