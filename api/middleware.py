@@ -39,6 +39,21 @@ def unstorable_part(request: HttpRequest, view_kwargs: dict[str, Any]) -> str | 
     return None
 
 
+def _refuse_secret_identifiers(request: HttpRequest, view_kwargs: dict[str, Any]) -> HttpResponse | None:
+    """Identifiers a client chooses (workflow ids, tool-call keys, idempotency keys) are stored and shown in
+    URLs, audit rows and exports: one that looks like a secret is refused like a secret in a body (422)."""
+    from memory.policy.secrets import describe, scan_payload
+
+    identifiers: dict[str, Any] = {f"path.{name}": value for name, value in view_kwargs.items()
+                                   if isinstance(value, str)}
+    if request.META.get("HTTP_IDEMPOTENCY_KEY"):
+        identifiers["header.Idempotency-Key"] = request.META["HTTP_IDEMPOTENCY_KEY"]
+    findings = scan_payload(identifiers) if identifiers else []
+    if not findings:
+        return None
+    return JsonResponse({"code": "secret_detected", "detail": describe(findings)}, status=422)
+
+
 class JsonErrorsForApiMiddleware:
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -65,12 +80,14 @@ class JsonErrorsForApiMiddleware:
                      view_kwargs: dict[str, Any]) -> HttpResponse | None:
         """Runs after URL resolution and before the view: nothing has queried the database yet."""
         where = unstorable_part(request, view_kwargs)
-        if where is None:
-            return None
-        detail = f"The {where} contains a NUL character, which is not allowed."
+        if where is not None:
+            detail = f"The {where} contains a NUL character, which is not allowed."
+            if _is_api(request):
+                return JsonResponse({"code": "invalid", "detail": detail}, status=400)
+            return HttpResponseBadRequest(detail)
         if _is_api(request):
-            return JsonResponse({"code": "invalid", "detail": detail}, status=400)
-        return HttpResponseBadRequest(detail)
+            return _refuse_secret_identifiers(request, view_kwargs)
+        return None
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not _is_api(request):

@@ -7,8 +7,9 @@ import secrets
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_float, env_int, env_list, env_str
+from config.env import env_bool, env_float, env_int, env_list, env_rate, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -112,8 +113,9 @@ if env_str("ENGRAM_TEST_DB_NAME"):
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Shared cache backend (database) so that invalidation on one node reaches every node. "default" holds
-# disposable cached results and is cleared whole by a deletion; "coordination" holds what several nodes
-# must agree on and a deletion must not reset: rate-limit counters and worker heartbeats (no memory content).
+# disposable cached results and is cleared whole by a deletion; "coordination" holds what a deletion must not
+# wipe: the workers' heartbeats (the health check's worker status). Rate-limit counters have a table of their
+# own (api.models.ThrottleCounter: one atomic upsert a request).
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.db.DatabaseCache",
@@ -156,6 +158,13 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["api.parsers.EngramJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "api.exceptions.engram_exception_handler",
+    # Rate limits per agent key (and per address without one), counted in PostgreSQL so every process and
+    # node enforces the same limit: 429 {"code": "throttled"} with Retry-After. "off" disables one.
+    "DEFAULT_THROTTLE_CLASSES": ["api.throttling.AgentKeyThrottle", "api.throttling.AnonymousThrottle"],
+    "DEFAULT_THROTTLE_RATES": {
+        "agent_key": env_rate("ENGRAM_THROTTLE_KEY_RATE", "6000/min"),
+        "anonymous": env_rate("ENGRAM_THROTTLE_ANON_RATE", "600/min"),
+    },
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
@@ -182,7 +191,7 @@ Q_CLUSTER = {
     "sync": env_bool("ENGRAM_Q_SYNC", False),
     "label": "Tasks",
     "log_level": env_str("ENGRAM_Q_LOG_LEVEL", "WARNING"),
-    # Worker heartbeats live beside the throttle counters, out of reach of the deletion's cache purge.
+    # Worker heartbeats, out of reach of the deletion's cache purge (which would report the workers down).
     "cache": "coordination",
     "ALT_CLUSTERS": {
         "urgent": {
@@ -238,6 +247,29 @@ ENGRAM_DELETION_RETRY_BASE_SECONDS = env_float("ENGRAM_DELETION_RETRY_BASE_SECON
 # longer documents are refused.
 ENGRAM_KNOWLEDGE_SYNC_EMBED_CHUNKS = env_int("ENGRAM_KNOWLEDGE_SYNC_EMBED_CHUNKS", 64)
 ENGRAM_KNOWLEDGE_MAX_DOCUMENT_CHARS = env_int("ENGRAM_KNOWLEDGE_MAX_DOCUMENT_CHARS", 1_000_000)
+
+# --- Production ---------------------------------------------------------------------------
+# ENGRAM_PRODUCTION=1 switches on everything `manage.py check --deploy` asks for: HTTPS redirect (health
+# exempt, for load balancers probing over plain HTTP), HSTS, secure session and CSRF cookies; it also
+# refuses to start without ENGRAM_SECRET_KEY or with debug on. Each knob can still be set on its own.
+# Behind a TLS-terminating proxy that sets X-Forwarded-Proto (and strips a client's own), set
+# ENGRAM_BEHIND_PROXY=1 so requests it forwarded as HTTPS count as secure.
+ENGRAM_PRODUCTION = env_bool("ENGRAM_PRODUCTION", False)
+if ENGRAM_PRODUCTION:
+    if not env_str("ENGRAM_SECRET_KEY"):
+        raise ImproperlyConfigured("ENGRAM_PRODUCTION needs ENGRAM_SECRET_KEY, shared by every node.")
+    if DEBUG:
+        raise ImproperlyConfigured("ENGRAM_PRODUCTION and ENGRAM_DEBUG cannot both be on.")
+SECURE_SSL_REDIRECT = env_bool("ENGRAM_SSL_REDIRECT", ENGRAM_PRODUCTION)
+SECURE_REDIRECT_EXEMPT = [r"^api/v1/health$"]
+SECURE_HSTS_SECONDS = env_int("ENGRAM_HSTS_SECONDS", 31_536_000 if ENGRAM_PRODUCTION else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("ENGRAM_HSTS_INCLUDE_SUBDOMAINS", ENGRAM_PRODUCTION)
+# Only a header: a domain is on browsers' preload lists after its owner submits it.
+SECURE_HSTS_PRELOAD = env_bool("ENGRAM_HSTS_PRELOAD", ENGRAM_PRODUCTION)
+SESSION_COOKIE_SECURE = env_bool("ENGRAM_SECURE_COOKIES", ENGRAM_PRODUCTION)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+if env_bool("ENGRAM_BEHIND_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 LOGGING = {
     "version": 1,

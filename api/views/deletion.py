@@ -21,7 +21,7 @@ from memory.deletion.selectors import deletion_get, job_payload
 from memory.deletion.services import memory_correct, subject_erase
 from memory.models import AgentKey
 from memory.scope import Scope
-from memory.services.identity import TokenInvalid, principal_token_verify
+from memory.services.identity import TokenInvalid, agent_key_is_active, principal_token_verify
 
 
 def accepted(job: DeletionJob) -> Response:
@@ -45,6 +45,9 @@ class ErasedSubjectTolerantAuthentication(AgentKeyAuthentication):
             claims = principal_token_verify(token)
         except TokenInvalid as err:  # pragma: no cover - the parent already verified it
             raise exceptions.AuthenticationFailed(err.detail, code=err.code) from err
+        if claims.key_id is not None and claims.key_id != key.pk and not agent_key_is_active(claims.key_id):
+            raise exceptions.AuthenticationFailed("The key that minted this principal token was revoked.",
+                                                  code="principal_revoked")
         return Scope(tenant_id=key.tenant_id, subject_id=0, subject_external_id=claims.subject_external_id,
                      permissions=frozenset(key.permissions), namespaces=None, actor=f"agent_key:{key.pk}",
                      agent_key_id=key.pk)

@@ -110,8 +110,8 @@ def test_it_pins_the_number_of_queries_per_retrieve(agent, remember, django_asse
     for n in range(8):
         remember(agent, f"Preference number {n} about seats", field=f"pref_{n}", value=str(n))
 
-    # auth: key + subject (2); legs: lexical, vector, excluded, pending count (4); log insert (1).
-    with django_assert_num_queries(7):
+    # auth: key + subject (2); rate limit (1); legs: lexical, vector, excluded, pending count (4); log insert (1).
+    with django_assert_num_queries(8):
         response = agent.post(RETRIEVE, {"query": "seat preferences", "limit": 5})
     assert response.status_code == 200
     assert len(response.json()["packets"]) == 5
