@@ -219,8 +219,9 @@ ENGRAM_Q_BULK_NICE = env_int("ENGRAM_Q_BULK_NICE", 10)
 ENGRAM_EMBEDDING_MODEL_PATH = env_str("ENGRAM_EMBEDDING_MODEL_PATH", "")
 # After the model fails, retrieval runs lexical-only and the model is tried again after this many seconds.
 ENGRAM_EMBEDDER_RETRY_SECONDS = env_float("ENGRAM_EMBEDDER_RETRY_SECONDS", 30.0)
-# Load the embedding model when a worker starts instead of in its first task (about 8 s of torch import).
-ENGRAM_Q_WARMUP = env_bool("ENGRAM_Q_WARMUP", True)
+# Load the embedding model when a worker or web process starts instead of in its first task or request
+# (about 8 s of torch import).
+ENGRAM_WARMUP = env_bool("ENGRAM_WARMUP", True)
 
 # --- Engram --------------------------------------------------------------------------------
 # Principal tokens: default and maximum lifetime (seconds).

@@ -47,7 +47,13 @@ def on_worker_spawn(sender: Any, proc_name: str = "", **kwargs: Any) -> None:
         os.nice(settings.ENGRAM_Q_BULK_NICE)
     threads = embed_threads(queue)
     os.environ.update(thread_env(threads))
-    if not settings.ENGRAM_Q_WARMUP:
+    warm_up(f"worker {proc_name} ({queue})", threads)
+
+
+def warm_up(who: str, threads: int) -> None:
+    """Set the model's threads and load it (and the tokenizer) now, before the first task or request: the
+    first deletion's verification or the first retrieve would otherwise pay ~8 s of torch import."""
+    if not settings.ENGRAM_WARMUP:
         return
     try:
         import torch
@@ -58,8 +64,8 @@ def on_worker_spawn(sender: Any, proc_name: str = "", **kwargs: Any) -> None:
         embedder = get_embedder()
         embedder.embed(["warm up"])
         embedder.count_tokens("warm up")
-    except Exception:  # noqa: BLE001 - a worker without its model still runs deletions (lexical checks)
-        logger.warning("worker %s (%s) could not load the embedding model", proc_name, queue, exc_info=True)
+    except Exception:  # noqa: BLE001 - without its model a process still answers (lexical retrieval)
+        logger.warning("%s could not load the embedding model", who, exc_info=True)
 
 
 @dataclass

@@ -173,7 +173,7 @@ def qcluster(transactional_db: Any) -> Any:
     from django.db import connection
 
     env = {**os.environ, "ENGRAM_DB_NAME": connection.settings_dict["NAME"], "ENGRAM_Q_WORKERS": "1",
-           "ENGRAM_Q_WARMUP": "0"}
+           "ENGRAM_WARMUP": "0"}
     root = Path(__file__).resolve().parent.parent
     process = subprocess.Popen([sys.executable, "manage.py", "workers"], cwd=root, env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

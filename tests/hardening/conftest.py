@@ -69,7 +69,7 @@ def start_serve(env: dict[str, str], *, queues: str = "", web_workers: int = 1, 
     out = open(log, "wb") if log else subprocess.DEVNULL  # noqa: SIM115 - handed to the child
     process = subprocess.Popen(
         [sys.executable, "manage.py", "serve", "--port", str(port), "--workers", str(web_workers), "--queues",
-         queues], cwd=ROOT, env={**os.environ, "ENGRAM_Q_WARMUP": "0", "ENGRAM_LOG_LEVEL": "WARNING", **env},
+         queues], cwd=ROOT, env={**os.environ, "ENGRAM_WARMUP": "0", "ENGRAM_LOG_LEVEL": "WARNING", **env},
         stdout=out, stderr=subprocess.STDOUT)
     wait_for(lambda: (h := health(port)) is not None and (not need_worker or h.get("worker") == "ok"), timeout=90)
     return Server(port=port, process=process)

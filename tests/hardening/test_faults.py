@@ -26,12 +26,14 @@ pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
-def start_urgent_worker(env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """The deletion queue's qcluster, with a short lease so a dead worker's job is handed out again soon."""
+def start_urgent_worker(*, warm: bool) -> subprocess.Popen[bytes]:
+    """The deletion queue's qcluster, with a short lease (35 s) so a dead worker's job is handed out again
+    soon; ``warm`` loads the model at start, outside the job's 30 s timeout."""
     return subprocess.Popen(
         [sys.executable, "manage.py", "qcluster"], cwd=ROOT, start_new_session=True,
         env={**os.environ, "Q_CLUSTER_NAME": "urgent", "ENGRAM_DB_NAME": connection.settings_dict["NAME"],
-             "ENGRAM_Q_WARMUP": "0", "ENGRAM_Q_URGENT_TIMEOUT": "15", "ENGRAM_Q_URGENT_RETRY": "20", **env},
+             "ENGRAM_WARMUP": "1" if warm else "0", "ENGRAM_Q_URGENT_TIMEOUT": "30",
+             "ENGRAM_Q_URGENT_RETRY": "35"},
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -72,7 +74,7 @@ def test_a_deletion_whose_worker_was_killed_resumes_and_completes_verified(agent
     # Hold the record's row (no worker runs yet): the job runs its first steps, then waits at the text-index
     # step, mid-way.
     blocker.execute("SELECT 1 FROM memory_memoryrecord WHERE id = %s FOR UPDATE", [memory_id])
-    first = start_urgent_worker({})
+    first = start_urgent_worker(warm=False)
     try:
         wait_for(lambda: waiting_on_a_lock(observer), timeout=60)
         done_before = set(DeletionStep.objects.filter(job_id=job_id, status="done").values_list("name", flat=True))
@@ -82,9 +84,10 @@ def test_a_deletion_whose_worker_was_killed_resumes_and_completes_verified(agent
         kill_group(first)  # the whole qcluster: sentinel, pusher, worker
         blocker.rollback()  # the dead worker's statement ends with it; nothing it did after the kill is kept
 
-        second = start_urgent_worker({})
+        second = start_urgent_worker(warm=True)
         try:
-            job = wait_for(lambda: (j := DeletionJob.objects.get(pk=job_id)).status == "completed" and j, timeout=90)
+            job = wait_for(lambda: (j := DeletionJob.objects.get(pk=job_id)).status == "completed" and j,
+                           timeout=150)
         finally:
             stop_worker(second)
     finally:

@@ -27,7 +27,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         bind = f"{options['host']}:{options['port']}"
         web = Child(name="web", argv=[
-            sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", bind,
+            sys.executable, "-m", "gunicorn", "config.wsgi:application", "-c", "python:config.gunicorn", "--bind", bind,
             "--workers", str(options["workers"]), "--threads", str(options["threads"]), "--timeout", "120",
             "--access-logfile", "-", "--forwarded-allow-ips", os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1"),
         ], env=thread_env(1))  # one model thread per web process: queries embed one sentence at a time
