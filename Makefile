@@ -12,7 +12,12 @@ export TRANSFORMERS_OFFLINE := 1
 # Reinstall whenever pyproject.toml changes.
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: install chromium db run test test-fast lint bench evaluate db-stop clean
+# axe-core (MPL-2.0) runs the accessibility check inside the browser tests; installed from the npm
+# registry into var/ (gitignored), pinned so a new rule release cannot change the verdict unseen.
+AXE_VERSION := 4.14.1
+AXE := var/node/node_modules/axe-core/axe.min.js
+
+.PHONY: install chromium db run test test-fast lint bench bench-me evaluate db-stop clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +30,10 @@ $(STAMP): pyproject.toml | $(PY)
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-install: $(STAMP)
+$(AXE):
+	npm install --prefix var/node --no-audit --no-fund axe-core@$(AXE_VERSION)
+
+install: $(STAMP) $(AXE)
 
 # Browser tests drive Debian's Chromium; Playwright cannot download browsers here.
 chromium:
@@ -51,6 +59,9 @@ test-fast: install
 
 bench: db
 	$(PY) bench/retrieval.py
+
+bench-me: db
+	$(PY) bench/me_page.py
 
 evaluate: db
 	$(PY) manage.py evaluate

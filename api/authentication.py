@@ -10,10 +10,16 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
+from memory.identity.services import (
+    PrincipalClaims,
+    TokenInvalid,
+    agent_key_is_active,
+    agent_key_lookup,
+    principal_token_verify,
+)
 from memory.models import AgentKey, Subject
 from memory.namespaces import intersect_prefixes
 from memory.scope import Scope
-from memory.services.identity import TokenInvalid, agent_key_is_active, agent_key_lookup, principal_token_verify
 
 PRINCIPAL_HEADER = "HTTP_X_ENGRAM_PRINCIPAL"
 
@@ -69,7 +75,7 @@ class AgentKeyAuthentication(BaseAuthentication):
             subject_id=subject.pk,
             subject_external_id=subject.external_id,
             permissions=frozenset(key.permissions),
-            namespaces=_as_tuple(intersect_prefixes(key.namespaces, claims.namespaces)),
+            namespaces=grant_of(key, claims),
             actor=f"agent_key:{key.pk}",
             agent_key_id=key.pk,
         )
@@ -78,7 +84,9 @@ class AgentKeyAuthentication(BaseAuthentication):
         return 'Bearer realm="engram"'
 
 
-def _as_tuple(prefixes: list[str] | None) -> tuple[str, ...] | None:
+def grant_of(key: AgentKey, claims: PrincipalClaims) -> tuple[str, ...] | None:
+    """The namespaces a request may reach: the key's prefixes intersected with the token's grants."""
+    prefixes = intersect_prefixes(key.namespaces, claims.namespaces)
     return None if prefixes is None else tuple(prefixes)
 
 

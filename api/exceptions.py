@@ -14,6 +14,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 
 from memory.errors import EngramError
+from memory.refusals import refusals_record
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +58,18 @@ def database_error_body(exc: Exception) -> tuple[dict[str, str], int] | None:
     return None
 
 
+def record_refusals(request: Any, errors: list[EngramError]) -> None:
+    """Gate refusals (secret_detected, class_not_allowed, ...) are counted by code for operators;
+    the refused content is never stored (memory/refusals.py)."""
+    key = getattr(getattr(request, "user", None), "key", None)
+    if key is None or not errors:
+        return
+    scope = getattr(request.user, "scope", None)
+    match = getattr(request, "resolver_match", None)
+    refusals_record(codes=[e.code for e in errors], tenant_id=key.tenant_id, actor=f"agent_key:{key.pk}",
+                    subject_id=scope.subject_id if scope else None, route=match.view_name if match else "")
+
+
 def engram_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     database = database_error_body(exc)
     if database is not None:
@@ -66,6 +79,7 @@ def engram_exception_handler(exc: Exception, context: dict[str, Any]) -> Respons
             response["Retry-After"] = str(RETRY_AFTER_SECONDS)
         return response
     if isinstance(exc, EngramError):
+        record_refusals(context.get("request"), [exc])
         return Response({"code": exc.code, "detail": exc.detail, **exc.extra}, status=exc.status)
     if isinstance(exc, RequestDataTooBig):
         return Response({"code": "payload_too_large", "detail": "The request body is too large."}, status=400)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from django.conf import settings
@@ -11,10 +10,9 @@ from rest_framework import serializers
 
 from api.json_values import item_problem_of
 from memory.errors import InvalidInput, ScopeMismatch
-from memory.namespaces import InvalidNamespace, to_path
+from memory.namespaces import NAME, InvalidNamespace, to_path
 from memory.scope import Scope
 
-NAME = re.compile(r"^[a-z0-9][a-z0-9_\-.]{0,63}$")
 MAX_VALUE_BYTES = 8000
 
 
@@ -39,7 +37,8 @@ class NamespaceField(serializers.Field):
 
 class NameField(serializers.RegexField):
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(NAME, max_length=64, **kwargs)
+        # Not trimmed: a name with surrounding whitespace or a newline is refused, not quietly repaired.
+        super().__init__(NAME, max_length=64, trim_whitespace=False, **kwargs)
         self.error_messages["invalid"] = "Use 1-64 lowercase letters, digits, '_', '-' or '.'."
 
 

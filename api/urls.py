@@ -8,7 +8,7 @@ from api.views import identity, memories
 app_name = "api"
 
 urlpatterns = [
-    # Areas with their own url modules come first: "memories/batch" must win over "memories/<id>".
+    # Areas with their own url modules first.
     path("", include("api.urls_retrieval")),
     path("", include("api.urls_threads")),
     path("", include("api.urls_procedures")),
@@ -17,8 +17,11 @@ urlpatterns = [
     path("health", identity.HealthApi.as_view(), name="health"),
     path("principal-tokens", identity.PrincipalTokenCreateApi.as_view(), name="principal-tokens"),
     path("memories", memories.MemoryListCreateApi.as_view(), name="memories"),
+    # Before memories/<id>: "batch" is not a memory id.
+    path("memories/batch", memories.MemoryBatchApi.as_view(), name="memories-batch"),
     path("memories/<str:memory_id>", memories.MemoryDetailApi.as_view(), name="memory-detail"),
     path("memories/<str:memory_id>/history", memories.MemoryHistoryApi.as_view(), name="memory-history"),
+    path("memories/<str:memory_id>/correct", memories.MemoryCorrectApi.as_view(), name="memory-correct"),
     path("outcomes", memories.OutcomeCreateApi.as_view(), name="outcomes"),
     path("candidates", memories.CandidateCreateApi.as_view(), name="candidates"),
     path("schema", SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[]), name="schema"),

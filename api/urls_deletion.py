@@ -7,6 +7,5 @@ from api.views import deletion
 urlpatterns = [
     path("subject", deletion.SubjectEraseApi.as_view(), name="subject"),
     path("deletions/<str:deletion_id>", deletion.DeletionDetailApi.as_view(), name="deletion-detail"),
-    path("memories/<str:memory_id>/correct", deletion.MemoryCorrectApi.as_view(), name="memory-correct"),
     path("export", deletion.ExportApi.as_view(), name="export"),
 ]

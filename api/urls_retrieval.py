@@ -1,4 +1,4 @@
-"""/api/v1/ routes of the retrieval area (included before memories/<id>, so "memories/batch" wins)."""
+"""/api/v1/ routes of the retrieval area."""
 
 from django.urls import path
 
@@ -8,5 +8,4 @@ urlpatterns = [
     path("retrieve", retrieval.RetrieveApi.as_view(), name="retrieve"),
     path("retrievals/<str:retrieval_id>", retrieval.RetrievalDetailApi.as_view(), name="retrieval-detail"),
     path("facts", retrieval.FactApi.as_view(), name="facts"),
-    path("memories/batch", retrieval.MemoryBatchApi.as_view(), name="memories-batch"),
 ]

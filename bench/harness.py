@@ -53,7 +53,7 @@ def use_database(name: str) -> None:
 
 def credentials(tenant_slug: str, subjects: list[str]) -> dict[str, Any]:
     """A tenant with the default classes, an agent key and a principal token per subject."""
-    from memory.services.identity import agent_key_create, principal_token_mint, tenant_create
+    from memory.identity.services import agent_key_create, principal_token_mint, tenant_create
 
     tenant = tenant_create(slug=tenant_slug)
     _, key = agent_key_create(tenant=tenant, name="bench", permissions=["read", "write", "propose", "mint"])

@@ -162,14 +162,14 @@ def memory_profile(args: argparse.Namespace) -> None:  # noqa: C901 - a linear s
     from psycopg.types.json import Jsonb
 
     from memory.embedder import get_embedder
-    from memory.indexing import record_search_vector
+    from memory.identity.services import agent_key_create, principal_token_mint, tenant_create
     from memory.models import MemoryClass, MemoryRecord, Subject
     from memory.normalise import fact_hash
     from memory.policy.classes import pick_class
+    from memory.records.indexing import record_search_vector
     from memory.retrieval.pipeline import RetrieveRequest, memory_retrieve
     from memory.retrieval.selectors import fact_get
     from memory.scope import Scope
-    from memory.services.identity import agent_key_create, principal_token_mint, tenant_create
 
     rng = random.Random(args.seed)
     progress_columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
@@ -411,6 +411,7 @@ def run_measurements(args: Any, console: Any, tenant: Any, subjects: list[Any], 
     underfilled = 0
     found_target = 0
     from memory.models import RecordStatus
+    from memory.search import vector_literal
 
     with connection.cursor() as cursor:
         for i, (subject, row) in enumerate(picks):
@@ -437,7 +438,7 @@ def run_measurements(args: Any, console: Any, tenant: Any, subjects: list[Any], 
                 timings["facts_selector"].append((time.perf_counter() - started) * 1000.0)
             # Naive: exact distance to every row of the table, then the scope applied in Python.
             vector = embedder.embed_query(row["query"])
-            literal = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+            literal = vector_literal(vector)
             started = time.perf_counter()
             cursor.execute("SELECT id, tenant_id, subject_id, status, valid_until, embedding <=> %s::vector AS d "
                            "FROM memory_memoryrecord WHERE embedding IS NOT NULL ORDER BY d", [literal])
@@ -562,10 +563,10 @@ def knowledge_load(args: argparse.Namespace, rng: random.Random, console: Any) -
     from pgvector.psycopg import register_vector
 
     from memory.embedder import get_embedder
+    from memory.identity.services import subject_get_or_create, tenant_create
     from memory.knowledge.models import AccessDomain, Chunk, Document
     from memory.knowledge.services import access_domain_create
     from memory.models import Tenant
-    from memory.services.identity import subject_get_or_create, tenant_create
 
     tenant = Tenant.objects.filter(slug="bench-knowledge").first()
     if args.reuse and tenant and Chunk.objects.filter(access_domain__tenant=tenant).count() == args.chunks \
@@ -660,15 +661,15 @@ def knowledge_profile(args: argparse.Namespace) -> None:  # noqa: C901 - a linea
     call_command("migrate", verbosity=0)
     call_command("createcachetable", verbosity=0)
     from memory.embedder import get_embedder
+    from memory.identity.services import agent_key_create, principal_token_mint
     from memory.knowledge.models import AccessDomain, Chunk
     from memory.knowledge.retrieval_provider import knowledge_search
     from memory.models import AgentKey, Subject
+    from memory.records.services import RecordInput, memory_write_batch
     from memory.retrieval.pipeline import RetrieveRequest, memory_retrieve
     from memory.retrieval.sources import RetrievalQuery
     from memory.scope import Scope
-    from memory.services.batch import memory_write_batch
-    from memory.services.identity import agent_key_create, principal_token_mint
-    from memory.services.writes import RecordInput
+    from memory.search import vector_literal
 
     rng = random.Random(args.seed)
     loaded = knowledge_load(args, rng, console)
@@ -726,7 +727,7 @@ def knowledge_profile(args: argparse.Namespace) -> None:  # noqa: C901 - a linea
     naive: list[float] = []
     with connection.cursor() as cursor:
         for i, vector in enumerate(vectors):
-            literal = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+            literal = vector_literal(vector)
             t0 = time.perf_counter()
             cursor.execute("SELECT id, access_domain_id, embedding <=> %s::vector AS d FROM knowledge_chunk "
                            "WHERE embedding IS NOT NULL ORDER BY d", [literal])

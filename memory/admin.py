@@ -87,7 +87,7 @@ class AgentKeyAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Revoke the selected keys (and the principal tokens they minted)")
     def revoke(self, request: HttpRequest, queryset: Any) -> None:
-        from memory.services.identity import agent_key_revoke
+        from memory.identity.services import agent_key_revoke
 
         keys = [agent_key_revoke(key=key, actor=self._actor(request)) for key in queryset]
         self.message_user(request, f"Revoked {len(keys)} key(s): {', '.join(k.prefix for k in keys)}.",
@@ -96,7 +96,7 @@ class AgentKeyAdmin(ReadOnlyAdmin):
     @admin.action(description="Rotate the selected keys (new secrets shown once; old keys revoked now)")
     def rotate(self, request: HttpRequest, queryset: Any) -> None:
         from memory.errors import EngramError
-        from memory.services.identity import agent_key_rotate
+        from memory.identity.services import agent_key_rotate
 
         for key in queryset:
             try:

@@ -10,7 +10,9 @@ from collections.abc import Iterable, Sequence
 
 from django.db.models import Q
 
-SEGMENT = re.compile(r"^[a-z0-9][a-z0-9_\-.]{0,63}$")
+# A name: a namespace segment, a kind, a field, an access domain or a procedure. \A and \Z, not ^ and $:
+# "$" also matches before a trailing newline, and "health\n" must not pass for "health".
+NAME = re.compile(r"\A[a-z0-9][a-z0-9_\-.]{0,63}\Z")
 MAX_DEPTH = 8
 
 
@@ -24,7 +26,7 @@ def to_path(namespace: Sequence[str] | str) -> str:
     if not segments or len(segments) > MAX_DEPTH:
         raise InvalidNamespace(f"a namespace has 1 to {MAX_DEPTH} segments")
     for segment in segments:
-        if not isinstance(segment, str) or not SEGMENT.match(segment):
+        if not isinstance(segment, str) or not NAME.match(segment):
             raise InvalidNamespace(
                 f"namespace segment {segment!r} must be lowercase letters, digits, '_', '-' or '.'"
             )

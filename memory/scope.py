@@ -1,14 +1,25 @@
-"""The effective scope of a request: who is asking, for whom, and what they may touch.
+"""The effective scope of a request, and the one gate every selector and service asks.
 
-A Scope is built only by authentication (agent key + principal token) or by the UI's access
-helpers (a logged-in person's own subject). Every selector takes one; no code path reads memory
-rows without the tenant and subject predicates it carries.
+A Scope is built only by authentication (agent key + principal token), by the UI's access helpers
+(a logged-in person's own subject, a reviewer's decision) or by a system job. Every selector and
+service that reads or writes takes one and calls ``scope.require(permission)`` first, so no view
+can forget the check; every query then carries the tenant, subject and namespace predicates.
+
+Namespace grants (key ∩ token) cover more than memory namespaces. Two names are reserved for the
+other data systems, so one rule, ``allows_namespace``, decides every surface:
+
+- ``threads``: the subject's thread state (threads, events, summaries, checkpoints, tool calls);
+- ``knowledge`` / ``knowledge/<domain>``: every access domain, or one.
+
+An unrestricted scope (``namespaces is None``) reaches all of them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from memory.errors import Forbidden
 from memory.namespaces import is_under
 
 READ = "read"
@@ -17,6 +28,16 @@ PROPOSE = "propose"
 MINT = "mint"
 ALL_PERMISSIONS = (READ, WRITE, PROPOSE, MINT)
 DEFAULT_KEY_PERMISSIONS = (READ, WRITE, PROPOSE)
+
+THREADS = "threads"
+KNOWLEDGE = "knowledge"
+RESERVED_NAMESPACES = (THREADS, KNOWLEDGE)
+
+
+def require_permission(held: Iterable[str], *needed: str) -> None:
+    """403 ``insufficient_scope`` unless ``held`` has one of ``needed``."""
+    if not set(needed) & set(held):
+        raise Forbidden(f"This agent key lacks the {' or '.join(needed)} scope.", code="insufficient_scope")
 
 
 @dataclass(frozen=True)
@@ -27,7 +48,7 @@ class Scope:
     permissions: frozenset[str]
     # Allowed namespace prefixes; None means every namespace of the tenant's classes.
     namespaces: tuple[str, ...] | None
-    actor: str  # "agent_key:<id>", "user:<id>" or "system"
+    actor: str  # "agent_key:<id>", "user:<id>" or "system:<job>"
     agent_key_id: int | None = None
     user_id: int | None = None
     reader_role: str = "agent"  # which "allowed readers" entry of a memory class applies
@@ -36,11 +57,27 @@ class Scope:
     def can(self, permission: str) -> bool:
         return permission in self.permissions
 
+    def require(self, *permissions: str) -> None:
+        """The permission check: one of ``permissions`` or 403 ``insufficient_scope``."""
+        require_permission(self.permissions, *permissions)
+
+    @property
+    def unrestricted(self) -> bool:
+        return self.namespaces is None
+
     def allows_namespace(self, path: str) -> bool:
         return self.namespaces is None or any(is_under(path, p) for p in self.namespaces)
 
-    def narrowed_to(self, prefixes: list[str]) -> list[str]:
-        """Requested prefixes intersected with what the scope allows (for SQL predicates)."""
-        from memory.namespaces import intersect_prefixes
+    def require_namespace(self, path: str) -> None:
+        if not self.allows_namespace(path):
+            raise Forbidden(f"The principal's grant does not reach namespace '{path}'.", code="namespace_forbidden")
 
-        return intersect_prefixes(self.namespaces, prefixes) or []
+    def require_threads(self) -> None:
+        """Thread state is reached only by an unrestricted principal or with a ``threads`` grant."""
+        if not self.allows_namespace(THREADS):
+            raise Forbidden("Thread state needs a 'threads' namespace grant.", code="namespace_forbidden")
+
+    def require_unrestricted(self, what: str) -> None:
+        if not self.unrestricted:
+            raise Forbidden(f"{what} needs a principal without namespace restrictions.",
+                            code="namespace_forbidden")

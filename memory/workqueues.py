@@ -1,7 +1,7 @@
 """Running the workers: one django-q2 cluster per queue, each process given the CPU share its work needs.
 
 ``manage.py workers`` (and ``manage.py serve``, beside the web server) starts one ``qcluster`` per queue of
-``memory.tasks.QUEUES``. On a machine of its own, one queue is ``Q_CLUSTER_NAME=urgent manage.py qcluster``;
+``memory.queues.QUEUES``. On a machine of its own, one queue is ``Q_CLUSTER_NAME=urgent manage.py qcluster``;
 the per-process settings below are applied when each worker process starts, however it was launched.
 
 Why per queue: the embedding model runs multi-threaded torch. Two processes that each use every core only
@@ -23,7 +23,7 @@ from typing import Any
 
 from django.conf import settings
 
-from memory.tasks import BULK, QUEUES
+from memory.queues import BULK, QUEUES
 
 logger = logging.getLogger("engram.workers")
 BASE_DIR = Path(__file__).resolve().parent.parent

@@ -18,8 +18,7 @@ from django.db import models
 
 from memory.ids import new_id
 from memory.models import Subject, Tenant
-
-TEXT_SEARCH_CONFIG = "english"
+from memory.search import TEXT_SEARCH_CONFIG
 
 
 def new_proposal_id() -> str:

@@ -9,28 +9,15 @@ they are few, short and named, and a proposal's words must never reach retrieval
 
 from __future__ import annotations
 
-import re
-
-from django.contrib.postgres.search import SearchQuery, SearchRank
+from django.contrib.postgres.search import SearchRank
 from django.db.models import F
 
 from memory.models import SourceType
 from memory.retrieval.sources import RetrievalQuery, SourceItem, register_provider
 from memory.scope import Scope
-from procedures.models import TEXT_SEARCH_CONFIG, ProcedureVersion
+from memory.search import or_query
+from procedures.models import ProcedureVersion
 from procedures.selectors import current_versions
-
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-
-def _or_query(text: str) -> SearchQuery | None:
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))[:32]
-    if not words:
-        return None
-    query = SearchQuery(words[0], config=TEXT_SEARCH_CONFIG)
-    for word in words[1:]:
-        query |= SearchQuery(word, config=TEXT_SEARCH_CONFIG)
-    return query
 
 
 def _item(v: ProcedureVersion) -> SourceItem:
@@ -44,7 +31,7 @@ def _item(v: ProcedureVersion) -> SourceItem:
 
 
 def procedures_search(scope: Scope, query: RetrievalQuery) -> list[SourceItem]:
-    tsquery = _or_query(query.text)
+    tsquery = or_query(query.text)
     if tsquery is None:
         return []
     ranked = (current_versions(scope).filter(search_vector=tsquery)

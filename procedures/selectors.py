@@ -2,8 +2,9 @@
 
 Visibility (decided here, in SQL): an ``org`` procedure is visible to every subject of its tenant;
 a ``project`` procedure only to the subjects listed in its ``members``. A procedure with no
-published version is invisible to agents. Namespace grants of keys and tokens do not apply:
-procedures are not memory namespaces.
+published version is invisible to agents. Reading needs the ``read`` scope (asked by each selector
+below). Namespace grants of keys and tokens do not apply: procedures are the tenant's instructions
+for its agents, not data about the subject.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from django.db.models import Exists, F, OuterRef, Q, QuerySet
 
 from memory.errors import NotFound
 from memory.models import Tenant
-from memory.scope import Scope
+from memory.scope import READ, Scope
 from procedures.models import ChangeProposal, Procedure, ProcedureVersion
 
 
@@ -25,7 +26,9 @@ def procedures_for_scope(scope: Scope) -> QuerySet[Procedure]:
             .filter(Q(scope=Procedure.Scope.ORG) | Q(Exists(member))))
 
 
-def procedure_get(*, scope: Scope, name: str) -> Procedure:
+def visible_procedure(*, scope: Scope, name: str) -> Procedure:
+    """The procedure ``name`` if the scope's subject may see it (404 otherwise). No permission of its
+    own: reading it needs ``read`` (the selectors below), proposing a change ``propose`` (the service)."""
     procedure = procedures_for_scope(scope).filter(name=name).first()
     if procedure is None:
         raise NotFound(f"No procedure named '{name}'.")
@@ -34,6 +37,7 @@ def procedure_get(*, scope: Scope, name: str) -> Procedure:
 
 def current_versions(scope: Scope) -> QuerySet[ProcedureVersion]:
     """The current version of every procedure the scope may read."""
+    scope.require(READ)
     return (ProcedureVersion.objects.filter(procedure__in=procedures_for_scope(scope),
                                             number=F("procedure__current_number"))
             .select_related("procedure", "approved_by"))
@@ -41,7 +45,8 @@ def current_versions(scope: Scope) -> QuerySet[ProcedureVersion]:
 
 def version_get(*, scope: Scope, name: str, number: int | None = None) -> ProcedureVersion:
     """Version ``number`` (the current one by default) of a procedure the scope may read."""
-    procedure = procedure_get(scope=scope, name=name)
+    scope.require(READ)
+    procedure = visible_procedure(scope=scope, name=name)
     version = (ProcedureVersion.objects.select_related("procedure", "approved_by")
                .filter(procedure=procedure, number=number or procedure.current_number).first())
     if version is None:
@@ -50,13 +55,15 @@ def version_get(*, scope: Scope, name: str, number: int | None = None) -> Proced
 
 
 def versions_list(*, scope: Scope, name: str) -> QuerySet[ProcedureVersion]:
-    procedure = procedure_get(scope=scope, name=name)
+    scope.require(READ)
+    procedure = visible_procedure(scope=scope, name=name)
     return ProcedureVersion.objects.filter(procedure=procedure).select_related("approved_by").order_by("number")
 
 
 def proposal_get(*, scope: Scope, name: str, proposal_id: str) -> ChangeProposal:
     """A proposal of the principal's own subject (another subject's proposal is a 404, like a missing one)."""
-    procedure = procedure_get(scope=scope, name=name)
+    scope.require(READ)
+    procedure = visible_procedure(scope=scope, name=name)
     proposal = (ChangeProposal.objects.select_related("base_version", "procedure")
                 .filter(pk=proposal_id, procedure=procedure, proposer_subject_id=scope.subject_id).first())
     if proposal is None:
@@ -65,7 +72,8 @@ def proposal_get(*, scope: Scope, name: str, proposal_id: str) -> ChangeProposal
 
 
 def proposals_of(*, scope: Scope, name: str) -> QuerySet[ChangeProposal]:
-    procedure = procedure_get(scope=scope, name=name)
+    scope.require(READ)
+    procedure = visible_procedure(scope=scope, name=name)
     return (ChangeProposal.objects.select_related("base_version", "procedure")
             .filter(procedure=procedure, proposer_subject_id=scope.subject_id).order_by("-created_at"))
 

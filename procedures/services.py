@@ -8,7 +8,6 @@ to create one: agents may only propose (``proposal_create`` with the propose sco
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from django.contrib.auth.models import User
@@ -18,13 +17,13 @@ from django.utils import timezone
 from memory.audit import audit
 from memory.errors import Conflict, Forbidden, InvalidInput, NotFound
 from memory.models import Subject, Tenant
+from memory.namespaces import NAME
+from memory.policy.secrets import refuse_secrets
 from memory.scope import PROPOSE, Scope
-from memory.services.writes import refuse_secrets
 from procedures.flags import flags_for
 from procedures.models import ChangeProposal, Procedure, ProcedureVersion
 
 MAX_BODY_CHARS = 50_000
-NAME = re.compile(r"^[a-z0-9][a-z0-9_\-.]{0,63}$")  # the same shape as the API's names
 
 
 def _actor(user: User) -> str:
@@ -104,8 +103,8 @@ def proposal_create(*, procedure: Procedure, body: str, rationale: str = "", bas
 
     A proposal against a base that is not the current version is stored as stale at once.
     """
-    if scope is not None and not scope.can(PROPOSE):
-        raise Forbidden("This agent key lacks the propose scope.", code="insufficient_scope")
+    if scope is not None:
+        scope.require(PROPOSE)
     if (scope is None) == (user is None):
         raise InvalidInput("A proposal comes from exactly one agent scope or one person.")
     current = procedure.current_number

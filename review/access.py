@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
 from memory.models import Candidate, Conflict, MemoryClass, Tenant
@@ -13,6 +14,17 @@ User = AbstractBaseUser | AnonymousUser
 
 def reviewer_tenants(user: User) -> list[Tenant]:
     return list(Tenant.objects.filter(reviewers=user.pk).order_by("slug"))
+
+
+def operator_tenants(user: User) -> list[Tenant]:
+    """Tenants whose overview ``user`` may read: every tenant for staff, the reviewed ones for a reviewer.
+
+    Raises PermissionDenied for anyone else: the overview shows no content, but it is still not theirs."""
+    tenants = Tenant.objects.all() if getattr(user, "is_staff", False) else Tenant.objects.filter(reviewers=user.pk)
+    found = list(tenants.order_by("slug"))
+    if not found:
+        raise PermissionDenied("The overview is for staff and reviewers.")
+    return found
 
 
 def candidate_for_reviewer(user: User, candidate_id: str) -> Candidate:

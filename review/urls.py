@@ -9,4 +9,5 @@ urlpatterns = [
     path("", include("review.urls_queue")),
     path("", include("review.urls_procedures")),
     path("", include("review.urls_me")),
+    path("", include("review.urls_overview")),
 ]

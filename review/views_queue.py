@@ -17,10 +17,10 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from memory.consolidation import review as services
 from memory.content import unseal_parts
 from memory.errors import EngramError
 from memory.models import Candidate
-from memory.services import review as services
 from review.access import candidate_for_reviewer, conflict_for_reviewer, reviewer_may_read, reviewer_tenants
 from review.queue import AGES, candidate_item, conflict_item, pending_counts, queue_items
 

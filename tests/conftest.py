@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -59,7 +60,7 @@ class Agent:
 
 @pytest.fixture
 def make_tenant(db: Any) -> Any:
-    from memory.services.identity import tenant_create
+    from memory.identity.services import tenant_create
 
     def make(slug: str = "acme") -> Any:
         return tenant_create(slug=slug)
@@ -80,7 +81,7 @@ def other_tenant(make_tenant: Any) -> Any:
 @pytest.fixture
 def make_agent(db: Any) -> Any:
     """make_agent(tenant, subject="usr_1", scopes=[...], namespaces=None, token_namespaces=None)."""
-    from memory.services.identity import agent_key_create, principal_token_mint
+    from memory.identity.services import agent_key_create, principal_token_mint
 
     def make(tenant: Any, subject: str | None = "usr_owner", scopes: list[str] | None = None,
              namespaces: list[str] | None = None, token_namespaces: list[str] | None = None) -> Agent:
@@ -111,6 +112,16 @@ def outsider(make_agent: Any, tenant: Any) -> Agent:
 def foreign_agent(make_agent: Any, other_tenant: Any) -> Agent:
     """A subject with the same external id, in another tenant."""
     return make_agent(other_tenant, "usr_owner")
+
+
+@pytest.fixture
+def vault(tenant: Any) -> Any:
+    """A class agents may write that requires encryption at rest (and is not embedded)."""
+    from memory.models import MemoryClass
+
+    return MemoryClass.objects.create(
+        tenant=tenant, name="medical", namespace_prefix="user/medical", allowed_readers=["owner", "agent"],
+        model_permission="write", sensitivity="sensitive", encryption_required=True, embed=False)
 
 
 def memory_body(**overrides: Any) -> dict[str, Any]:
@@ -150,6 +161,23 @@ def page(browser: Any) -> Any:
     page.set_default_timeout(15_000)
     yield page
     context.close()
+
+
+AXE = Path(__file__).resolve().parent.parent / "var" / "node" / "node_modules" / "axe-core" / "axe.min.js"
+# Violations at these impacts fail a page; "minor" and "moderate" ones are reported by axe but not failed.
+AXE_FAILING = ("serious", "critical")
+
+
+def axe_violations(page: Any) -> list[str]:
+    """Run axe-core (WCAG 2.x A/AA rules and best practices) on the page; one line per serious or
+    critical violation, naming the rule and the first offending elements."""
+    if not AXE.exists():
+        pytest.fail(f"axe-core is missing at {AXE}: run `make install` (npm install --prefix var/node axe-core)")
+    page.add_script_tag(path=str(AXE))
+    results = page.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
+    return [f"{page.url}: {v['impact']} {v['id']} ({v['help']}): "
+            + "; ".join(" ".join(node["target"]) for node in v["nodes"][:3])
+            for v in results["violations"] if v["impact"] in AXE_FAILING]
 
 
 def login(page: Any, base_url: str, username: str, password: str) -> None:

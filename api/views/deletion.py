@@ -1,5 +1,5 @@
-"""Deletion, erasure, correction and export: DELETE /subject, GET /deletions/{id},
-POST /memories/{id}/correct, GET /export. (DELETE /memories/{id} lives on MemoryDetailApi.)"""
+"""Deletion, erasure and export: DELETE /subject, GET /deletions/{id}, GET /export.
+(DELETE /memories/{id} lives on MemoryDetailApi.)"""
 
 from __future__ import annotations
 
@@ -7,21 +7,20 @@ from typing import Any
 
 from django.http import HttpResponse
 from django.urls import reverse
-from rest_framework import exceptions, serializers, status
+from rest_framework import exceptions, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api.authentication import AgentKeyAuthentication, principal_of, scope_of
-from api.fields import StrictSerializer, check_body_scope, check_json_value, text_field
-from api.serializers import record_payload
+from api.authentication import AgentKeyAuthentication, grant_of, scope_of
 from memory.deletion.export import export_json
 from memory.deletion.models import DeletionJob
-from memory.deletion.selectors import deletion_get, job_payload
-from memory.deletion.services import memory_correct, subject_erase
+from memory.deletion.presenters import job_payload
+from memory.deletion.selectors import deletion_get
+from memory.deletion.services import subject_erase
+from memory.identity.services import TokenInvalid, agent_key_is_active, principal_token_verify
 from memory.models import AgentKey
 from memory.scope import Scope
-from memory.services.identity import TokenInvalid, agent_key_is_active, principal_token_verify
 
 
 def accepted(job: DeletionJob) -> Response:
@@ -49,17 +48,15 @@ class ErasedSubjectTolerantAuthentication(AgentKeyAuthentication):
             raise exceptions.AuthenticationFailed("The key that minted this principal token was revoked.",
                                                   code="principal_revoked")
         return Scope(tenant_id=key.tenant_id, subject_id=0, subject_external_id=claims.subject_external_id,
-                     permissions=frozenset(key.permissions), namespaces=None, actor=f"agent_key:{key.pk}",
-                     agent_key_id=key.pk)
+                     permissions=frozenset(key.permissions), namespaces=grant_of(key, claims),
+                     actor=f"agent_key:{key.pk}", agent_key_id=key.pk)
 
 
 class DeletionDetailApi(APIView):
     authentication_classes = [ErasedSubjectTolerantAuthentication]
 
     def get(self, request: Request, deletion_id: str) -> Response:
-        scope = scope_of(request)
-        job = deletion_get(tenant_id=scope.tenant_id, subject_external_id=scope.subject_external_id,
-                           deletion_id=deletion_id)
+        job = deletion_get(scope=scope_of(request), deletion_id=deletion_id)
         body: dict[str, Any] = dict(job_payload(job))
         body["status_url"] = request.path
         return Response(body)
@@ -70,41 +67,8 @@ class SubjectEraseApi(APIView):
         return accepted(subject_erase(scope=scope_of(request)))
 
 
-class MemoryCorrectApi(APIView):
-    class FactIn(StrictSerializer):
-        field = serializers.CharField(max_length=128, required=False)
-        value = serializers.JSONField(validators=[check_json_value])
-
-    class InputSerializer(StrictSerializer):
-        subject_id = serializers.CharField(max_length=128, required=False)
-        fact = serializers.DictField(required=False)
-        text = text_field(required=False)
-        source = serializers.DictField(required=False)  # type: ignore[assignment]
-
-    def post(self, request: Request, memory_id: str) -> Response:
-        scope = scope_of(request)
-        check_body_scope(request.data, scope)
-        data = _valid(self.InputSerializer, request.data)
-        fact = _valid(self.FactIn, data["fact"]) if "fact" in data else None
-        if fact is None and not data.get("text"):
-            raise exceptions.ValidationError({"fact": "Give the corrected fact (and/or text)."})
-        source = data.get("source") or {}
-        result = memory_correct(scope=scope, memory_id=memory_id, value=fact["value"] if fact else None,
-                                text=data.get("text", ""), event_text=str(source.get("text", ""))[:4000])
-        body: dict[str, Any] = dict(record_payload(result.record))
-        body["corrects"] = result.previous.pk
-        return Response(body, status=status.HTTP_201_CREATED)
-
-
-def _valid(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
-
-
 class ExportApi(APIView):
     def get(self, request: Request) -> HttpResponse:
-        principal_of(request)
         response = HttpResponse(export_json(scope=scope_of(request)), content_type="application/json")
         response["Content-Disposition"] = 'attachment; filename="engram-export.json"'
         return response

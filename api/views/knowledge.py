@@ -11,8 +11,9 @@ from rest_framework.views import APIView
 
 from api.authentication import scope_of
 from api.exceptions import _sentence
-from api.fields import NameField, StrictSerializer, check_json_value, integer, item_problem
-from memory.errors import EngramError, Forbidden, InvalidInput
+from api.fields import NameField, StrictSerializer, check_json_value, item_problem
+from api.paging import PageIn, page_body, window
+from memory.errors import EngramError, InvalidInput
 from memory.knowledge.deletion import deletion_payload, document_delete
 from memory.knowledge.models import Document
 from memory.knowledge.selectors import document_chunks, document_get, document_list
@@ -24,7 +25,6 @@ from memory.knowledge.services import (
     document_ingest,
     max_document_chars,
 )
-from memory.scope import READ, Scope
 
 MIME_TYPES = ("text/plain", "text/markdown", "text/html")
 
@@ -84,32 +84,20 @@ def _input(data: dict[str, Any]) -> DocumentInput:
                          metadata=dict(data["metadata"]))
 
 
-def _require_read(scope: Scope) -> None:
-    if not scope.can(READ):
-        raise Forbidden("This agent key lacks the read scope.", code="insufficient_scope")
-
-
 def _ingest_body(result: IngestResult) -> dict[str, Any]:
     return {**document_payload(result.document), "result": result.status}
 
 
 class DocumentListCreateApi(APIView):
-    class FilterIn(serializers.Serializer):
+    class FilterIn(PageIn):
         access_domain = NameField(required=False)
-        limit = integer(min_value=1, max_value=200, default=50)
-        offset = integer(min_value=0, default=0)
 
     def get(self, request: Request) -> Response:
-        scope = scope_of(request)
-        _require_read(scope)
         filters = self.FilterIn(data=request.query_params)
         filters.is_valid(raise_exception=True)
         f = filters.validated_data
-        page = list(document_list(scope=scope, access_domain=f.get("access_domain"))
-                    [f["offset"]: f["offset"] + f["limit"] + 1])
-        more = len(page) > f["limit"]
-        return Response({"results": [document_payload(d) for d in page[: f["limit"]]],
-                         "next_offset": f["offset"] + f["limit"] if more else None})
+        documents = document_list(scope=scope_of(request), access_domain=f.get("access_domain"))
+        return Response(page_body(list(documents[window(f)]), f, document_payload))
 
     def post(self, request: Request) -> Response:
         serializer = DocumentIn(data=request.data)
@@ -153,9 +141,7 @@ class DocumentBatchApi(APIView):
 
 class DocumentDetailApi(APIView):
     def get(self, request: Request, document_id: int) -> Response:
-        scope = scope_of(request)
-        _require_read(scope)
-        document = document_get(scope=scope, document_id=document_id)
+        document = document_get(scope=scope_of(request), document_id=document_id)
         chunks = [{"ordinal": c.ordinal, "char_start": c.char_start, "char_end": c.char_end,
                    "tokens": c.token_count, "text": c.text} for c in document_chunks(document=document)]
         return Response({**document_payload(document), "chunks": chunks})

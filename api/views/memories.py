@@ -1,30 +1,45 @@
-"""Write paths and record reads: /memories, /outcomes, /candidates."""
+"""Record writes and reads: /memories, /memories/batch, /memories/{id}/correct, /outcomes, /candidates."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from rest_framework import serializers, status
+from rest_framework import exceptions, serializers, status
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.authentication import scope_of
+from api.exceptions import _sentence, record_refusals
 from api.fields import (
     NameField,
     NamespaceField,
     StrictSerializer,
     check_body_scope,
     check_json_value,
-    integer,
+    item_problem,
     text_field,
 )
-from api.serializers import record_payload
+from api.paging import PageIn, page_body, window
 from memory.content import unseal_parts
+from memory.errors import EngramError, InvalidInput
 from memory.ids import new_event_id
 from memory.models import MemoryType, RecordStatus, SourceType
-from memory.selectors import memory_get, memory_history, memory_list
-from memory.services.writes import RecordInput, candidate_submit, memory_write, outcome_record
+from memory.records.presenters import record_payload
+from memory.records.selectors import memory_get, memory_history, memory_list
+from memory.records.services import (
+    MAX_BATCH,
+    OUTCOME_SOURCE_TYPES,
+    ItemResult,
+    RecordInput,
+    WriteResult,
+    candidate_submit,
+    memory_correct,
+    memory_write,
+    memory_write_batch,
+    outcome_record,
+)
 
 
 class FactIn(StrictSerializer):
@@ -109,12 +124,10 @@ def _validated(serializer_class: type[serializers.Serializer], request: Request)
 
 
 class MemoryListCreateApi(APIView):
-    class FilterIn(serializers.Serializer):
+    class FilterIn(PageIn):
         namespace = NamespaceField(required=False)
         kind = NameField(required=False)
         status = serializers.ChoiceField(choices=RecordStatus.choices, required=False)
-        limit = integer(min_value=1, max_value=200, default=50)
-        offset = integer(min_value=0, default=0)
 
     def get(self, request: Request) -> Response:
         filters = self.FilterIn(data=request.query_params)
@@ -122,10 +135,7 @@ class MemoryListCreateApi(APIView):
         f = filters.validated_data
         records = memory_list(scope=scope_of(request), namespace=f.get("namespace"), kind=f.get("kind"),
                               status=f.get("status"))
-        page = list(records[f["offset"]: f["offset"] + f["limit"] + 1])
-        more = len(page) > f["limit"]
-        return Response({"results": [record_payload(r) for r in page[: f["limit"]]],
-                         "next_offset": f["offset"] + f["limit"] if more else None})
+        return Response(page_body(list(records[window(f)]), f, record_payload))
 
     def post(self, request: Request) -> Response:
         data = _validated(RecordIn, request)
@@ -134,12 +144,18 @@ class MemoryListCreateApi(APIView):
         return _write_response(result)
 
 
-def _write_response(result: Any) -> Response:
-    body: dict[str, Any] = dict(record_payload(result.record))
-    if result.decision is not None:
-        body["policy"] = {"outcome": result.decision.outcome.value, "reason": result.decision.reason}
-        if result.conflict_with:
-            body["policy"]["conflict_with"] = result.conflict_with
+def _policy(result: WriteResult) -> dict[str, Any]:
+    """How precedence placed a new record (nothing for a replay)."""
+    if result.decision is None:
+        return {}
+    policy: dict[str, Any] = {"outcome": result.decision.outcome.value, "reason": result.decision.reason}
+    if result.conflict_with:
+        policy["conflict_with"] = result.conflict_with
+    return {"policy": policy}
+
+
+def _write_response(result: WriteResult) -> Response:
+    body: dict[str, Any] = {**record_payload(result.record), **_policy(result)}
     return Response(body, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
 
 
@@ -183,3 +199,109 @@ class CandidateCreateApi(APIView):
              "confidence": "candidate", "created_at": c.created_at.isoformat()},
             status=status.HTTP_202_ACCEPTED if result.created else status.HTTP_200_OK,
         )
+
+
+class MemoryCorrectApi(APIView):
+    class FactIn(StrictSerializer):
+        field = serializers.CharField(max_length=128, required=False)
+        value = serializers.JSONField(validators=[check_json_value])
+
+    class InputSerializer(StrictSerializer):
+        subject_id = serializers.CharField(max_length=128, required=False)
+        fact = serializers.DictField(required=False)
+        text = text_field(required=False)
+        source = serializers.DictField(required=False)  # type: ignore[assignment]
+
+    def post(self, request: Request, memory_id: str) -> Response:
+        scope = scope_of(request)
+        check_body_scope(request.data, scope)
+        data = _valid(self.InputSerializer, request.data)
+        fact = _valid(self.FactIn, data["fact"]) if "fact" in data else None
+        if fact is None and not data.get("text"):
+            raise exceptions.ValidationError({"fact": "Give the corrected fact (and/or text)."})
+        source = data.get("source") or {}
+        result = memory_correct(scope=scope, memory_id=memory_id, value=fact["value"] if fact else None,
+                                text=data.get("text", ""), event_text=str(source.get("text", ""))[:4000])
+        body: dict[str, Any] = dict(record_payload(result.record))
+        body["corrects"] = result.previous.pk
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+def _valid(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+class MemoryBatchApi(APIView):
+    """POST /memories/batch: up to 500 explicit statements or outcomes, one result per item."""
+
+    per_item_fields = ("items",)  # the body parser leaves these to BatchItemParser: one error per bad item
+
+    class InputSerializer(StrictSerializer):
+        items = serializers.ListField(child=serializers.DictField(), allow_empty=False)
+        # "worker" (default): embeddings are filled behind by the worker, the call returns at once.
+        # "now": computed in this call in one batched model call, stored with the rows.
+        embed = serializers.ChoiceField(choices=["worker", "now"], default="worker")
+
+    def post(self, request: Request) -> Response:
+        scope = scope_of(request)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        raw = serializer.validated_data["items"]
+        if len(raw) > MAX_BATCH:
+            raise InvalidInput(f"A batch holds at most {MAX_BATCH} items; got {len(raw)}.", code="batch_too_large")
+        parser = BatchItemParser(scope)
+        parsed = [parser.parse(item) for item in raw]
+        valid = [(i, p) for i, p in enumerate(parsed) if isinstance(p, RecordInput)]
+        written = memory_write_batch(scope=scope, items=[p for _, p in valid],
+                                     embed_now=serializer.validated_data["embed"] == "now")
+        results: list[dict[str, Any]] = [
+            _error(i, p) for i, p in enumerate(parsed) if isinstance(p, EngramError)]
+        record_refusals(request, [p for p in parsed if isinstance(p, EngramError)]
+                        + [r.error for r in written if r.error is not None])
+        results.extend(_result(i, r) for (i, _), r in zip(valid, written, strict=True))
+        results.sort(key=lambda r: r["index"])
+        counts = {s: sum(1 for r in results if r["status"] == s) for s in ("created", "existing", "error")}
+        return Response({"results": results, **counts})
+
+
+class BatchItemParser:
+    """Validates items with the single-write serializers (an outcome when it says so, else a statement).
+
+    One serializer instance per kind is reused for every item: DRF deep-copies the declared fields
+    each time a serializer is instantiated, which cost more than the validation itself at 500 items."""
+
+    def __init__(self, scope: Any) -> None:
+        self.scope = scope
+        self.statement = RecordIn()
+        self.outcome = OutcomeIn()
+
+    def parse(self, item: dict[str, Any]) -> RecordInput | EngramError:
+        given = item.get("source")
+        source: dict[str, Any] = given if isinstance(given, dict) else {}
+        is_outcome = "reference" in item or source.get("type") in OUTCOME_SOURCE_TYPES
+        problem = item_problem(item)
+        if problem is not None:
+            return problem
+        try:
+            check_body_scope(item, self.scope)
+            data = (self.outcome if is_outcome else self.statement).run_validation(item)
+        except EngramError as exc:
+            return exc
+        except ValidationError as exc:
+            return InvalidInput(_sentence(exc.detail))
+        default = SourceType.VERIFIED_OUTCOME if is_outcome else SourceType.EXPLICIT_USER_STATEMENT
+        return to_record_input(data, default_source=default)
+
+
+def _error(index: int, exc: EngramError) -> dict[str, Any]:
+    return {"index": index, "status": "error", "http_status": exc.status, "code": exc.code, "detail": exc.detail}
+
+
+def _result(index: int, result: ItemResult) -> dict[str, Any]:
+    written = result.written
+    if result.error is not None or written is None:
+        return _error(index, result.error or InvalidInput("The item was not written."))
+    return {"index": index, "status": result.status, "http_status": 201 if written.created else 200,
+            "memory_id": written.record.pk, "record": record_payload(written.record), **_policy(written)}

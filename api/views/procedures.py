@@ -20,15 +20,14 @@ from api.authentication import principal_of, scope_of
 from api.fields import StrictSerializer, check_body_scope, integer
 from api.permissions import HasAgentKey, HasPrincipal
 from memory.errors import Forbidden
-from memory.scope import READ, Scope
 from procedures.models import ChangeProposal, ProcedureVersion
 from procedures.selectors import (
     current_versions,
-    procedure_get,
     proposal_get,
     proposals_of,
     version_get,
     versions_list,
+    visible_procedure,
 )
 from procedures.services import MAX_BODY_CHARS, proposal_create, write_refused
 
@@ -55,13 +54,6 @@ def proposal_payload(p: ChangeProposal) -> dict[str, Any]:
     }
 
 
-def _readable(request: Request) -> Scope:
-    scope = scope_of(request)
-    if not scope.can(READ):
-        raise Forbidden("This agent key lacks the read scope.", code="insufficient_scope")
-    return scope
-
-
 class _ReadOnly(APIView):
     """GET needs a principal; every write method is refused (and audited) for any agent key."""
 
@@ -81,24 +73,24 @@ class _ReadOnly(APIView):
 
 class ProcedureListApi(_ReadOnly):
     def get(self, request: Request) -> Response:
-        versions = current_versions(_readable(request)).order_by("procedure__name")
+        versions = current_versions(scope_of(request)).order_by("procedure__name")
         return Response({"results": [version_payload(v, body=False) for v in versions]})
 
 
 class ProcedureDetailApi(_ReadOnly):
     def get(self, request: Request, name: str) -> Response:
-        return Response(version_payload(version_get(scope=_readable(request), name=name)))
+        return Response(version_payload(version_get(scope=scope_of(request), name=name)))
 
 
 class VersionListApi(_ReadOnly):
     def get(self, request: Request, name: str) -> Response:
-        versions = versions_list(scope=_readable(request), name=name)
+        versions = versions_list(scope=scope_of(request), name=name)
         return Response({"name": name, "results": [version_payload(v, body=False) for v in versions]})
 
 
 class VersionDetailApi(_ReadOnly):
     def get(self, request: Request, name: str, number: int) -> Response:
-        return Response(version_payload(version_get(scope=_readable(request), name=name, number=number)))
+        return Response(version_payload(version_get(scope=scope_of(request), name=name, number=number)))
 
 
 class ProposalListCreateApi(_ReadOnly):
@@ -117,13 +109,11 @@ class ProposalListCreateApi(_ReadOnly):
 
     def post(self, request: Request, name: str) -> Response:
         scope = scope_of(request)
-        if not scope.can("propose"):
-            raise Forbidden("This agent key lacks the propose scope.", code="insufficient_scope")
         check_body_scope(request.data, scope)
         data = self.ProposalIn(data=request.data)
         data.is_valid(raise_exception=True)
         d = data.validated_data
-        proposal = proposal_create(procedure=procedure_get(scope=scope, name=name), body=d["body"], scope=scope,
+        proposal = proposal_create(procedure=visible_procedure(scope=scope, name=name), body=d["body"], scope=scope,
                                    rationale=d["rationale"], base_number=d.get("base_version"),
                                    source_event_ids=d["source_event_ids"])
         return Response(proposal_payload(proposal), status=status.HTTP_201_CREATED)

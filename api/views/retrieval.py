@@ -1,26 +1,21 @@
-"""Retrieval: /retrieve, /retrievals/{id}, /facts, and bulk writes at /memories/batch."""
+"""Retrieval: /retrieve, /retrievals/{id}, /facts."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rest_framework import serializers
-from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.authentication import scope_of
-from api.exceptions import _sentence
-from api.fields import NameField, NamespaceField, StrictSerializer, check_body_scope, item_problem
-from api.serializers import record_payload
-from api.views.memories import OutcomeIn, RecordIn, to_record_input
-from memory.errors import EngramError, InvalidInput
-from memory.models import MemoryType, SourceType
+from api.fields import NameField, NamespaceField, StrictSerializer, check_body_scope
+from memory.models import MemoryType
+from memory.policy.secrets import refuse_secrets
+from memory.records.presenters import record_payload
 from memory.retrieval.pipeline import DEFAULT_BUDGET_TOKENS, DEFAULT_LIMIT, MAX_LIMIT, RetrieveRequest, memory_retrieve
 from memory.retrieval.selectors import FactConflict, fact_get, retrieval_log_get
-from memory.services.batch import MAX_BATCH, ItemResult, memory_write_batch
-from memory.services.writes import OUTCOME_SOURCE_TYPES, RecordInput, refuse_secrets
 
 
 class RetrieveApi(APIView):
@@ -81,79 +76,3 @@ class FactApi(APIView):
                                     "records": [record_payload(r) for r in exc.records]}
             return Response(body, status=exc.status)
         return Response(record_payload(record))
-
-
-class MemoryBatchApi(APIView):
-    """POST /memories/batch: up to 500 explicit statements or outcomes, one result per item."""
-
-    per_item_fields = ("items",)  # the body parser leaves these to BatchItemParser: one error per bad item
-
-    class InputSerializer(StrictSerializer):
-        items = serializers.ListField(child=serializers.DictField(), allow_empty=False)
-        # "worker" (default): embeddings are filled behind by the worker, the call returns at once.
-        # "now": computed in this call in one batched model call, stored with the rows.
-        embed = serializers.ChoiceField(choices=["worker", "now"], default="worker")
-
-    def post(self, request: Request) -> Response:
-        scope = scope_of(request)
-        serializer = self.InputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        raw = serializer.validated_data["items"]
-        if len(raw) > MAX_BATCH:
-            raise InvalidInput(f"A batch holds at most {MAX_BATCH} items; got {len(raw)}.", code="batch_too_large")
-        parser = BatchItemParser(scope)
-        parsed = [parser.parse(item) for item in raw]
-        valid = [(i, p) for i, p in enumerate(parsed) if isinstance(p, RecordInput)]
-        written = memory_write_batch(scope=scope, items=[p for _, p in valid],
-                                     embed_now=serializer.validated_data["embed"] == "now")
-        results: list[dict[str, Any]] = [
-            _error(i, p) for i, p in enumerate(parsed) if isinstance(p, EngramError)]
-        results.extend(_result(i, r) for (i, _), r in zip(valid, written, strict=True))
-        results.sort(key=lambda r: r["index"])
-        counts = {s: sum(1 for r in results if r["status"] == s) for s in ("created", "existing", "error")}
-        return Response({"results": results, **counts})
-
-
-class BatchItemParser:
-    """Validates items with the single-write serializers (an outcome when it says so, else a statement).
-
-    One serializer instance per kind is reused for every item: DRF deep-copies the declared fields
-    each time a serializer is instantiated, which cost more than the validation itself at 500 items."""
-
-    def __init__(self, scope: Any) -> None:
-        self.scope = scope
-        self.statement = RecordIn()
-        self.outcome = OutcomeIn()
-
-    def parse(self, item: dict[str, Any]) -> RecordInput | EngramError:
-        given = item.get("source")
-        source: dict[str, Any] = given if isinstance(given, dict) else {}
-        is_outcome = "reference" in item or source.get("type") in OUTCOME_SOURCE_TYPES
-        problem = item_problem(item)
-        if problem is not None:
-            return problem
-        try:
-            check_body_scope(item, self.scope)
-            data = (self.outcome if is_outcome else self.statement).run_validation(item)
-        except EngramError as exc:
-            return exc
-        except ValidationError as exc:
-            return InvalidInput(_sentence(exc.detail))
-        default = SourceType.VERIFIED_OUTCOME if is_outcome else SourceType.EXPLICIT_USER_STATEMENT
-        return to_record_input(data, default_source=default)
-
-
-def _error(index: int, exc: EngramError) -> dict[str, Any]:
-    return {"index": index, "status": "error", "http_status": exc.status, "code": exc.code, "detail": exc.detail}
-
-
-def _result(index: int, result: ItemResult) -> dict[str, Any]:
-    if result.error is not None or result.record is None:
-        return _error(index, result.error or InvalidInput("The item was not written."))
-    body: dict[str, Any] = {"index": index, "status": result.status, "http_status": 201 if result.created else 200,
-                            "memory_id": result.record.pk, "record": record_payload(result.record)}
-    if result.decision is not None:
-        body["policy"] = {"outcome": result.decision.outcome.value, "reason": result.decision.reason}
-        if result.conflict_with:
-            body["policy"]["conflict_with"] = result.conflict_with
-    return body

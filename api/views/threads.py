@@ -11,11 +11,11 @@ from rest_framework.views import APIView
 
 from api.authentication import scope_of
 from api.fields import StrictSerializer, check_body_scope, check_json_value, integer, text_field
+from api.paging import PageIn, page_body
 from memory.errors import InvalidInput
-from memory.scope import READ, Scope
+from memory.scope import Scope
 from memory.threads import selectors
 from memory.threads.models import Checkpoint, EventKind, Summary, Thread, ThreadEvent, ToolCall
-from memory.threads.services.common import require
 from memory.threads.services.events import EventInput, thread_create, thread_event_append, thread_event_delete
 from memory.threads.services.summaries import ClientSummaryInput, summary_store, thread_summarize
 from memory.threads.services.workflows import (
@@ -33,12 +33,6 @@ ROLES = ["user", "assistant", "system", "tool"]
 
 def _iso(value: Any) -> str | None:
     return value.isoformat() if value else None
-
-
-def _reader(request: Request) -> Scope:
-    scope = scope_of(request)
-    require(scope, READ)
-    return scope
 
 
 def _validated(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
@@ -116,19 +110,13 @@ class ThreadListCreateApi(APIView):
         title = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
         metadata = serializers.JSONField(required=False, default=dict, validators=[_dict])
 
-    class FilterSerializer(serializers.Serializer):
-        limit = integer(min_value=1, max_value=200, default=50)
-        offset = integer(min_value=0, default=0)
-
     def get(self, request: Request) -> Response:
-        filters = self.FilterSerializer(data=request.query_params)
+        filters = PageIn(data=request.query_params)
         filters.is_valid(raise_exception=True)
         f = filters.validated_data
-        scope = _reader(request)
+        scope = scope_of(request)
         threads = selectors.thread_list(scope=scope, limit=f["limit"] + 1, offset=f["offset"])
-        more = len(threads) > f["limit"]
-        return Response({"results": [thread_payload(t, scope) for t in threads[: f["limit"]]],
-                         "next_offset": f["offset"] + f["limit"] if more else None})
+        return Response(page_body(threads, f, lambda t: thread_payload(t, scope)))
 
     def post(self, request: Request) -> Response:
         data = _validated(self.InputSerializer, request)
@@ -139,7 +127,7 @@ class ThreadListCreateApi(APIView):
 
 class ThreadDetailApi(APIView):
     def get(self, request: Request, thread_id: str) -> Response:
-        scope = _reader(request)
+        scope = scope_of(request)
         return Response(thread_payload(selectors.thread_get(scope=scope, thread_id=thread_id), scope))
 
 
@@ -165,7 +153,7 @@ class ThreadEventsApi(APIView):
         filters = self.FilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         after, limit = filters.validated_data["after"], filters.validated_data["limit"]
-        events = selectors.thread_events(scope=_reader(request), thread_id=thread_id, after=after, limit=limit + 1)
+        events = selectors.thread_events(scope=scope_of(request), thread_id=thread_id, after=after, limit=limit + 1)
         more = len(events) > limit
         return Response({"thread_id": thread_id, "results": [event_payload(e) for e in events[:limit]],
                          "next_after": events[limit - 1].seq if more else None})
@@ -182,7 +170,7 @@ class ThreadEventsApi(APIView):
 
 class ThreadEventDetailApi(APIView):
     def get(self, request: Request, thread_id: str, event_id: str) -> Response:
-        event = selectors.thread_event_get(scope=_reader(request), thread_id=thread_id, event_id=event_id)
+        event = selectors.thread_event_get(scope=scope_of(request), thread_id=thread_id, event_id=event_id)
         return Response(event_payload(event))
 
     def delete(self, request: Request, thread_id: str, event_id: str) -> Response:
@@ -204,7 +192,7 @@ class ThreadSummariesApi(APIView):
         summarizer = serializers.DictField(child=serializers.CharField(max_length=100), required=False)
 
     def get(self, request: Request, thread_id: str) -> Response:
-        summaries = selectors.summaries_of(scope=_reader(request), thread_id=thread_id)
+        summaries = selectors.summaries_of(scope=scope_of(request), thread_id=thread_id)
         return Response({"thread_id": thread_id, "results": [summary_payload(s) for s in summaries]})
 
     def post(self, request: Request, thread_id: str) -> Response:
@@ -233,7 +221,7 @@ class ThreadSummarizeApi(APIView):
 
 class ThreadSummaryApi(APIView):
     def get(self, request: Request, thread_id: str) -> Response:
-        return Response(summary_payload(selectors.summary_latest_fresh(scope=_reader(request), thread_id=thread_id)))
+        return Response(summary_payload(selectors.summary_latest_fresh(scope=scope_of(request), thread_id=thread_id)))
 
 
 class CheckpointApi(APIView):
@@ -252,7 +240,7 @@ class CheckpointApi(APIView):
                                                       validators=[check_json_value])
 
     def get(self, request: Request, workflow_id: str) -> Response:
-        scope = _reader(request)
+        scope = scope_of(request)
         return checkpoint_response(selectors.checkpoint_get(scope=scope, workflow_id=_workflow(workflow_id)))
 
     def put(self, request: Request, workflow_id: str) -> Response:
@@ -286,7 +274,7 @@ class ToolCallDetailApi(APIView):
         outcome = serializers.JSONField(allow_null=True, validators=[check_json_value])
 
     def get(self, request: Request, workflow_id: str, key: str) -> Response:
-        call = selectors.tool_call_get(scope=_reader(request), workflow_id=_workflow(workflow_id), key=key)
+        call = selectors.tool_call_get(scope=scope_of(request), workflow_id=_workflow(workflow_id), key=key)
         return Response(tool_call_payload(call))
 
     def patch(self, request: Request, workflow_id: str, key: str) -> Response:

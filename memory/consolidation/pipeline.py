@@ -15,12 +15,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
+from memory import locks
 from memory.audit import audit
-from memory.consolidation.records import store_candidate_record
 from memory.content import (
     candidate_is_sealed,
     seal_candidate,
@@ -29,11 +29,12 @@ from memory.content import (
     unseal_text,
 )
 from memory.embedder import get_embedder
-from memory.models import Candidate, Confidence, Event, MemoryClass, MemoryRecord
+from memory.models import Candidate, Confidence, Event, MemoryClass, MemoryRecord, SourceType
 from memory.normalise import fact_hash
 from memory.policy.classes import WRITE_PATH_NEEDS, class_for_namespace
 from memory.policy.secrets import scan_payload
-from memory.services.writes import lock_key
+from memory.records.gate import RecordInput, Write, lock_record_keys, write_one
+from memory.scope import WRITE, Scope
 from memory.tombstones import is_tombstoned
 
 # Cosine similarity above which two candidates' sentences count as the same claim (all-MiniLM-L6-v2).
@@ -114,7 +115,7 @@ def apply_snapshot(snapshot: Snapshot) -> str:
     # Lock order everywhere: namespace (consolidation only), key, then candidate rows. The
     # namespace lock makes two near-duplicates in different fields see each other in turn.
     _lock_namespace(peek)
-    lock_key(peek.tenant_id, peek.subject_id, peek.namespace, peek.field)
+    lock_record_keys(peek.tenant_id, peek.subject_id, [(peek.namespace, peek.field)])
     candidate = (Candidate.objects.select_for_update(of=("self",))
                  .select_related("subject", "source_event", "memory_class").get(pk=peek.pk))
     if candidate.status != Candidate.Status.PENDING:  # a twin delivery finished while we waited
@@ -139,9 +140,7 @@ def _sealing_class(candidate: Candidate) -> MemoryClass | None:
 
 
 def _lock_namespace(candidate: Candidate) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                       [f"consolidate:{candidate.tenant_id}:{candidate.subject_id}:{candidate.namespace}"])
+    locks.lock([f"consolidate:{candidate.tenant_id}:{candidate.subject_id}:{candidate.namespace}"])
 
 
 def _normalise_sentence(text: str) -> str:
@@ -266,6 +265,24 @@ def _merge_evidence(target: Candidate, candidate: Candidate, sealing: MemoryClas
           data={"merged": candidate.pk, "event_ids": _event_ids(candidate)})
 
 
+def _keep_as_record(candidate: Candidate) -> MemoryRecord:
+    """An active ``confidence="candidate"`` record, through the write gate like every record. It is
+    never a precedence head, so it cannot outrank or replace a confirmed fact; a newer inference for
+    the key supersedes an older candidate record. The caller holds the key lock."""
+    assert candidate.source_event is not None  # a candidate's event is deleted only with the candidate
+    scope = Scope(tenant_id=candidate.tenant_id, subject_id=candidate.subject_id,
+                  subject_external_id=candidate.subject.external_id, permissions=frozenset({WRITE}),
+                  namespaces=None, actor=ACTOR)
+    item = RecordInput(namespace=candidate.namespace, kind=candidate.kind, field=candidate.field,
+                       value=candidate.fact.get("value"), text=candidate.text,
+                       event_id=candidate.source_event.external_id, source_type=SourceType.MODEL_INFERRED,
+                       memory_type=candidate.memory_type)
+    result = write_one(scope=scope, write=Write(item=item, action="memory.candidate_record",
+                                                event=candidate.source_event, confidence=Confidence.CANDIDATE,
+                                                audit={"candidate_id": candidate.pk}))
+    return result.record
+
+
 def _write(candidate: Candidate, outcome: _Outcome, memory_class: MemoryClass | None, snapshot: Snapshot,
            sealing: MemoryClass | None) -> str:
     result_record: MemoryRecord | None = None
@@ -280,7 +297,7 @@ def _write(candidate: Candidate, outcome: _Outcome, memory_class: MemoryClass | 
               data={"candidate_id": candidate.pk, "event_ids": _event_ids(candidate)})
     elif outcome.status == Candidate.Status.RETRIEVABLE:
         assert memory_class is not None
-        result_record = store_candidate_record(candidate=candidate, memory_class=memory_class, actor=ACTOR)
+        result_record = _keep_as_record(candidate)
     fact, text, evidence = candidate.fact, candidate.text, candidate.evidence
     if sealing is not None:  # the candidate record above was sealed by its class; the candidate row too
         fact, text, evidence = seal_candidate(sealing, fact, text, evidence)

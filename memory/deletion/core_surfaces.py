@@ -11,14 +11,23 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.cache import cache
 from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 
 from memory.content import TEXT_PREFIX, unseal_evidence
+from memory.deletion.export import subject_export
+from memory.deletion.models import DeletionJob
 from memory.deletion.registry import DeletionTarget, purge_surface, read_check
+from memory.deletion.services import owner_scope, write_tombstones
+from memory.embedder import get_embedder
+from memory.errors import EngramError, NotFound
 from memory.models import AuditEntry, Candidate, Event, MemoryRecord, RecordStatus, Subject, Tombstone
-from memory.tombstones import subject_hash
+from memory.records.presenters import record_payload
+from memory.records.selectors import memory_history, memory_list
+from memory.retrieval.models import RetrievalLog
+from memory.retrieval.pipeline import RetrieveRequest, memory_retrieve
+from memory.retrieval.selectors import fact_get
+from memory.scope import Scope
 
 
 def _records(target: DeletionTarget) -> Any:
@@ -119,12 +128,9 @@ def purge_records(target: DeletionTarget) -> int:
 
 @purge_surface("caches", order=90)
 def purge_caches(target: DeletionTarget) -> int:
-    """The shared cache may hold result pages or packets of this subject: clear it (it is a cache;
-    every node shares the backend, so this reaches every node). The per-process query-embedding LRU
-    of this worker is cleared too; it holds query text, never stored content."""
-    from memory.embedder import get_embedder
-
-    cache.clear()
+    """The only cache that can hold the deleted words: the query-embedding LRU of this process (it
+    keys on query text, which may quote them). Nothing caches records, packets or pages in the
+    shared cache backend (it holds only the worker's heartbeat), so there is nothing to clear there."""
     get_embedder().clear_query_cache()
     return 1
 
@@ -142,8 +148,6 @@ def ensure_tombstones(target: DeletionTarget) -> int:
     """The tombstones were written when the job was planned; this step proves they are there."""
     if not target.memory_ids:
         return 0
-    from memory.deletion.models import DeletionJob
-
     count = Tombstone.objects.filter(tenant_id=target.tenant_id, memory_id__in=target.memory_ids).count()
     if count < len(set(target.memory_ids)):
         # Re-plant from the job plan (keyed hashes only) if someone removed them.
@@ -151,9 +155,7 @@ def ensure_tombstones(target: DeletionTarget) -> int:
                                          plan__memory_ids__contains=list(target.memory_ids[:1])).first()
         if job is None:
             raise RuntimeError("tombstones missing and no plan to rebuild them from")
-        from memory.deletion.services import _write_tombstones
-
-        _write_tombstones(tenant_id=target.tenant_id, subject_hash_value=job.subject_hash,
+        write_tombstones(tenant_id=target.tenant_id, subject_hash_value=job.subject_hash,
                           items=job.plan.get("tombstones", []))
     return count
 
@@ -161,9 +163,7 @@ def ensure_tombstones(target: DeletionTarget) -> int:
 # --- read checks: the read surfaces as the owning principal ------------------------------------------
 
 
-def _scope(target: DeletionTarget) -> Any:
-    from memory.deletion.services import owner_scope
-
+def _scope(target: DeletionTarget) -> Scope:
     return owner_scope(tenant_id=target.tenant_id, subject_id=target.subject_id,
                        subject_external_id=target.subject_external_id)
 
@@ -175,9 +175,6 @@ def _payload_hits(payloads: list[dict[str, Any]], markers: tuple[str, ...]) -> l
 
 @read_check("memory.detail")
 def check_detail(target: DeletionTarget) -> list[str]:
-    from api.serializers import record_payload
-    from memory.selectors import memory_list
-
     records = memory_list(scope=_scope(target)).filter(pk__in=target.memory_ids)
     hits = [r.pk for r in records if r.status != RecordStatus.DELETED]
     hits += _payload_hits([dict(record_payload(r)) for r in records], target.markers)
@@ -186,18 +183,11 @@ def check_detail(target: DeletionTarget) -> list[str]:
 
 @read_check("memory.list")
 def check_list(target: DeletionTarget) -> list[str]:
-    from api.serializers import record_payload
-    from memory.selectors import memory_list
-
     return _payload_hits([dict(record_payload(r)) for r in memory_list(scope=_scope(target))], target.markers)
 
 
 @read_check("memory.history")
 def check_history(target: DeletionTarget) -> list[str]:
-    from api.serializers import record_payload
-    from memory.errors import NotFound
-    from memory.selectors import memory_history
-
     hits: list[str] = []
     for memory_id in target.memory_ids:
         try:
@@ -210,8 +200,6 @@ def check_history(target: DeletionTarget) -> list[str]:
 
 @read_check("export")
 def check_export(target: DeletionTarget) -> list[str]:
-    from memory.deletion.export import subject_export
-
     body = subject_export(scope=_scope(target))
     return [section for section, rows in body.items()
             if isinstance(rows, list) and rows and _contains_marker(rows, target.markers)]
@@ -220,13 +208,6 @@ def check_export(target: DeletionTarget) -> list[str]:
 @read_check("facts")
 def check_facts(target: DeletionTarget) -> list[str]:
     """The exact-fact read (GET /facts) of each deleted record's key must not serve the content."""
-    try:
-        from memory.retrieval.selectors import fact_get
-    except ImportError:
-        return []
-    from api.serializers import record_payload
-    from memory.errors import EngramError
-
     hits: list[str] = []
     keys = set(MemoryRecord.objects.filter(pk__in=target.memory_ids).values_list("namespace", "field"))
     for namespace, field in keys:
@@ -244,13 +225,6 @@ def check_retrieve(target: DeletionTarget) -> list[str]:
 
     The check's own retrieval log and cached query embedding would quote the marker, so both go
     before the check returns."""
-    try:
-        from memory.retrieval.models import RetrievalLog
-        from memory.retrieval.pipeline import RetrieveRequest, memory_retrieve
-    except ImportError:
-        return []
-    from memory.embedder import get_embedder
-
     queries = sorted({m for m in target.markers if len(m) >= 8})[:5] or list(target.markers[:1])
     hits: list[str] = []
     for query in queries:
@@ -271,7 +245,3 @@ def check_tombstone(target: DeletionTarget) -> list[str]:
     missing = set(target.memory_ids) - {r["memory_id"] for r in rows}
     leaks = [r["memory_id"] for r in rows if _contains_marker([r["content_hash"], r["event_hashes"]], target.markers)]
     return [f"missing {m}" for m in sorted(missing)] + leaks
-
-
-def subject_hash_of(target: DeletionTarget) -> str:
-    return subject_hash(target.tenant_id, target.subject_external_id)

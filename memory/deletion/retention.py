@@ -19,6 +19,7 @@ from django.db.models.functions import Now
 from memory.audit import audit
 from memory.deletion.models import DeletionJob
 from memory.models import MemoryRecord, RecordStatus, Tombstone
+from memory.retrieval.services import retrieval_logs_purge_expired
 
 
 @dataclass
@@ -71,10 +72,5 @@ def purge_expired(*, dry_run: bool, track: Callable[[Iterable, str], Iterable] |
             result.jobs.append(job.pk)
             result.past_retention += len(groups[subject_id])
     result.tombstones_dropped = Tombstone.objects.filter(expires_at__lte=Now()).delete()[0]
-    try:
-        from memory.retrieval.services import retrieval_logs_purge_expired
-    except ImportError:
-        pass
-    else:
-        result.logs_dropped = retrieval_logs_purge_expired()
+    result.logs_dropped = retrieval_logs_purge_expired()
     return result

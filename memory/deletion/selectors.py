@@ -1,62 +1,51 @@
 """Reads of deletion jobs. A job is found by its tenant and the keyed subject hash, never by the
-subject row, so the status of an erasure stays readable after the subject is gone."""
+subject row, so the status of an erasure stays readable after the subject is gone.
+
+A namespace-restricted principal sees a job only when everything the job deletes lies inside its
+grant: every record's namespace (the plan's tombstones keep them, content-free), or the document's
+access domain (``knowledge/<domain>``). A whole-subject erasure is seen, like it is asked for, only
+by an unrestricted principal.
+"""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from django.db.models import Q
 
 from memory.deletion.models import DeletionJob
 from memory.errors import NotFound
+from memory.knowledge.models import AccessDomain
+from memory.scope import KNOWLEDGE, READ, Scope
 from memory.tombstones import subject_hash
 
 
-class StepPayload(TypedDict):
-    name: str
-    status: str
-    attempts: int
-    rows: int
-    last_error: str
-
-
-class JobPayload(TypedDict):
-    deletion_id: str
-    kind: str
-    status: str
-    reason: str
-    memory_id: str | None
-    created_at: str
-    completed_at: str | None
-    steps: list[StepPayload]
-
-
-def deletion_get(*, tenant_id: int, subject_external_id: str, deletion_id: str) -> DeletionJob:
-    job = (DeletionJob.objects.filter(pk=deletion_id, tenant_id=tenant_id,
-                                      subject_hash=subject_hash(tenant_id, subject_external_id))
+def deletion_get(*, scope: Scope, deletion_id: str) -> DeletionJob:
+    scope.require(READ)
+    job = (DeletionJob.objects.filter(pk=deletion_id, tenant_id=scope.tenant_id,
+                                      subject_hash=subject_hash(scope.tenant_id, scope.subject_external_id))
            .prefetch_related("steps").first())
-    if job is None:
+    if job is None or not _within_grant(scope, job):
         raise NotFound(f"No deletion '{deletion_id}' for this principal.")
     return job
 
 
+def _within_grant(scope: Scope, job: DeletionJob) -> bool:
+    if scope.unrestricted:
+        return True
+    plan = job.plan or {}
+    if job.kind == DeletionJob.Kind.SUBJECT or plan.get("whole_subject"):
+        return False
+    if "document_ids" in plan:
+        name = (AccessDomain.objects.filter(pk=int(plan.get("access_domain_id") or 0))
+                .values_list("name", flat=True).first())
+        return name is not None and scope.allows_namespace(f"{KNOWLEDGE}/{name}")
+    namespaces = {t.get("namespace", "") for t in plan.get("tombstones", []) if isinstance(t, dict)}
+    return bool(namespaces) and all(scope.allows_namespace(n) for n in namespaces)
+
+
 def deletion_for_user(*, user_id: int, deletion_id: str, subject_hashes: list[str]) -> DeletionJob:
     """/me/: the person asked for it, or it concerns one of their subjects."""
-    from django.db.models import Q
-
     job = (DeletionJob.objects.filter(Q(requested_by=f"user:{user_id}") | Q(subject_hash__in=subject_hashes),
                                       pk=deletion_id).prefetch_related("steps").first())
     if job is None:
         raise NotFound("No such deletion.")
     return job
-
-
-def job_payload(job: DeletionJob) -> JobPayload:
-    def iso(value: Any) -> str | None:
-        return value.isoformat() if value else None
-
-    return {
-        "deletion_id": job.pk, "kind": job.kind, "status": job.status, "reason": job.reason,
-        "memory_id": job.memory_id or None, "created_at": job.created_at.isoformat(),
-        "completed_at": iso(job.completed_at),
-        "steps": [{"name": s.name, "status": s.status, "attempts": s.attempts, "rows": s.rows,
-                   "last_error": s.last_error} for s in job.steps.all()],
-    }

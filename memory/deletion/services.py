@@ -1,4 +1,4 @@
-"""Deletion, subject erasure and correction: the writes of the deletion area.
+"""Deletion and subject erasure: the writes of the deletion area.
 
 ``memory_delete`` and ``subject_erase`` only *plan* (ids, keyed hashes, sealed markers), write the
 tombstones at once (so a consolidation job re-delivered while the fan-out runs already meets them),
@@ -23,20 +23,20 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from memory import locks
 from memory.audit import audit
-from memory.content import decrypt_str, encrypt_str, unseal, unseal_candidate, unseal_parts, unseal_text
+from memory.content import decrypt_str, encrypt_str, unseal, unseal_candidate, unseal_text
 from memory.deletion import registry
 from memory.deletion.models import DeletionJob, DeletionStep
-from memory.errors import Conflict as ConflictError
-from memory.errors import Forbidden, InvalidInput, NotFound
-from memory.ids import new_event_id
-from memory.models import Candidate, Event, MemoryRecord, RecordStatus, SourceType, Subject, Tombstone
+from memory.embedder import get_embedder
+from memory.errors import NotFound
+from memory.models import Candidate, Event, MemoryRecord, RecordStatus, Subject, Tombstone
+from memory.queues import URGENT, enqueue
+from memory.records.selectors import supersession_chain
 from memory.scope import WRITE, Scope
-from memory.services.writes import RecordInput, refuse_secrets, store_confirmed
-from memory.tasks import URGENT, enqueue
 from memory.tombstones import content_hash_for, event_hash, subject_hash
 
 VERIFICATION = "verification"
@@ -130,23 +130,7 @@ def _related_candidates(records: list[MemoryRecord]) -> Any:
     return Candidate.objects.filter(match, tenant_id=first.tenant_id, subject_id=first.subject_id)
 
 
-def _with_history(record: MemoryRecord) -> list[MemoryRecord]:
-    """The record and the older versions it superseded: deleting a memory deletes its history."""
-    chain = [record]
-    seen = {record.pk}
-    older = record.supersedes_id
-    while older and older not in seen:
-        previous = MemoryRecord.objects.filter(pk=older, tenant_id=record.tenant_id,
-                                               subject_id=record.subject_id).first()
-        if previous is None:
-            break
-        chain.append(previous)
-        seen.add(previous.pk)
-        older = previous.supersedes_id
-    return chain
-
-
-def _write_tombstones(*, tenant_id: int, subject_hash_value: str, items: list[dict[str, Any]]) -> int:
+def write_tombstones(*, tenant_id: int, subject_hash_value: str, items: list[dict[str, Any]]) -> int:
     expires = timezone.now() + tombstone_ttl()
     existing = set(Tombstone.objects.filter(tenant_id=tenant_id, subject_hash=subject_hash_value)
                    .values_list("memory_id", "namespace", "field", "content_hash"))
@@ -170,7 +154,7 @@ def _create_job(*, scope: Scope, kind: str, plan: _Plan, memory_id: str = "", ex
     )
     names = [s.name for s in registry.surfaces()] + [VERIFICATION]
     DeletionStep.objects.bulk_create([DeletionStep(job=job, name=n, position=i) for i, n in enumerate(names)])
-    _write_tombstones(tenant_id=scope.tenant_id, subject_hash_value=s_hash, items=plan.tombstones)
+    write_tombstones(tenant_id=scope.tenant_id, subject_hash_value=s_hash, items=plan.tombstones)
     audit(actor=actor or scope.actor, action=f"deletion.{kind}", object_type="deletion", object_id=job.pk,
           tenant_id=scope.tenant_id, subject_id=scope.subject_id,
           data={"memory_ids": plan.memory_ids, "event_ids": plan.event_ids})
@@ -181,11 +165,9 @@ def _create_job(*, scope: Scope, kind: str, plan: _Plan, memory_id: str = "", ex
 
 def _summaries_leave_retrieval(*, scope: Scope, plan: _Plan, whole_subject: bool) -> None:
     """Thread summaries over the events the records cite go stale (and blank) in this transaction, not
-    when the job runs: out of retrieval from the DELETE on (the threads area's hook; issue 6)."""
-    try:
-        from memory.threads.deletion_surfaces import summaries_stale_on_request
-    except ImportError:  # the threads area is not installed
-        return
+    when the job runs: out of retrieval from the DELETE on (the threads area's hook)."""
+    from memory.threads.deletion_surfaces import summaries_stale_on_request
+
     summaries_stale_on_request(registry.DeletionTarget(
         tenant_id=scope.tenant_id, subject_id=scope.subject_id, subject_external_id=scope.subject_external_id,
         event_ids=tuple(plan.event_ids), whole_subject=whole_subject))
@@ -204,11 +186,6 @@ def _requeue_if_failed(job: DeletionJob) -> DeletionJob:
     return job
 
 
-def _require_write(scope: Scope) -> None:
-    if not scope.can(WRITE):
-        raise Forbidden("Deleting or correcting memories needs the write scope.", code="insufficient_scope")
-
-
 # --- the entry points ------------------------------------------------------------------------------
 
 
@@ -216,7 +193,7 @@ def _require_write(scope: Scope) -> None:
 def memory_delete(*, scope: Scope, memory_id: str) -> DeletionJob:
     """Plan and queue the deletion of one record (and the versions it superseded). Idempotent:
     asking again returns the same job (re-queued when it had failed)."""
-    _require_write(scope)
+    scope.require(WRITE)
     s_hash = subject_hash(scope.tenant_id, scope.subject_external_id)
     # The lock serialises two concurrent DELETEs of one record: the second sees the first's job.
     record = (MemoryRecord.objects.for_scope(scope).filter(pk=memory_id, subject_id=scope.subject_id)
@@ -231,7 +208,9 @@ def memory_delete(*, scope: Scope, memory_id: str) -> DeletionJob:
         return _requeue_if_failed(job)
     if record.status == RecordStatus.DELETED:
         raise NotFound(f"No memory '{memory_id}' in this scope.")
-    plan = _plan_records(_with_history(record))
+    # Deleting a memory deletes its history: the versions it superseded go with it.
+    older = MemoryRecord.objects.filter(tenant_id=record.tenant_id, subject_id=record.subject_id)
+    plan = _plan_records(supersession_chain(older, record, newer=False))
     try:
         with transaction.atomic():
             return _create_job(scope=scope, kind=DeletionJob.Kind.MEMORY, plan=plan, memory_id=memory_id)
@@ -241,8 +220,10 @@ def memory_delete(*, scope: Scope, memory_id: str) -> DeletionJob:
 
 @transaction.atomic
 def subject_erase(*, scope: Scope) -> DeletionJob:
-    """Plan and queue the erasure of everything about the scope's subject."""
-    _require_write(scope)
+    """Plan and queue the erasure of everything about the scope's subject. A namespace grant is a part
+    of the subject's data; erasing all of it needs a principal without one."""
+    scope.require(WRITE)
+    scope.require_unrestricted("Erasing a whole subject")
     # Serialise erasures of one subject (row lock on the Subject).
     Subject.objects.select_for_update().filter(pk=scope.subject_id).first()
     s_hash = subject_hash(scope.tenant_id, scope.subject_external_id)
@@ -271,79 +252,6 @@ def retention_delete(*, records: list[MemoryRecord]) -> DeletionJob | None:
                   permissions=frozenset({"read", "write"}), namespaces=None, actor="system:retention")
     plan = _plan_records(records)
     return _create_job(scope=scope, kind=DeletionJob.Kind.RETENTION, plan=plan)
-
-
-@dataclass
-class CorrectionResult:
-    record: MemoryRecord
-    previous: MemoryRecord
-
-
-@transaction.atomic
-def memory_correct(*, scope: Scope, memory_id: str, value: Any, text: str = "",
-                   event_text: str = "") -> CorrectionResult:
-    """A new explicit_user_statement record that supersedes ``memory_id``; summaries citing the old
-    record's source event are marked stale (and regenerated) by the threads area when present."""
-    _require_write(scope)
-    old = (MemoryRecord.objects.for_scope(scope).filter(pk=memory_id, subject_id=scope.subject_id)
-           .select_related("memory_class").first())
-    if old is None:
-        raise NotFound(f"No memory '{memory_id}' in this scope.")
-    if old.status != RecordStatus.ACTIVE:
-        raise ConflictError(f"Only an active memory can be corrected; this one is {old.status}.",
-                            code="not_active")
-    old_fact, _ = unseal(old)
-    if value is None and not text:
-        raise InvalidInput("Give the corrected value or text.")
-    if value is None:
-        value = old_fact.get("value")
-    item = RecordInput(namespace=old.namespace, kind=old.kind, field=old.field, value=value,
-                       text=text or f"{old.field}: {value}", event_id=new_event_id(),
-                       source_type=SourceType.EXPLICIT_USER_STATEMENT, memory_type=old.memory_type,
-                       event_text=event_text or text)
-    refuse_secrets({**item.canonical(), "event_text": item.event_text})
-    event = Event.objects.create(tenant_id=scope.tenant_id, subject_id=scope.subject_id, external_id=item.event_id,
-                                 source_type=item.source_type, payload_hash="correction", actor=scope.actor,
-                                 text=item.event_text or item.text)
-    result = store_confirmed(scope=scope, item=item, memory_class=old.memory_class, event=event,
-                             actor_action="memory.correct")
-    new = result.record
-    if new.status != RecordStatus.ACTIVE:
-        raise ConflictError("A higher-authority record stands for this field; the correction cannot replace it.",
-                            code="correction_outranked")
-    old.refresh_from_db()
-    if old.status == RecordStatus.ACTIVE:  # e.g. a candidate-confidence record is no precedence head
-        MemoryRecord.objects.filter(pk=old.pk).update(status=RecordStatus.SUPERSEDED, superseded_by=new,
-                                                      status_reason="corrected by the user")
-    if new.supersedes_id != old.pk:
-        MemoryRecord.objects.filter(pk=new.pk).update(supersedes=old)
-    audit(actor=scope.actor, action="memory.correct", object_type="memory", object_id=new.pk,
-          tenant_id=scope.tenant_id, subject_id=scope.subject_id, data={"corrects": old.pk, "event_id": event.pk})
-    _summaries_follow_correction(scope=scope, old=old)
-    new.refresh_from_db()
-    old.refresh_from_db()
-    return CorrectionResult(record=new, previous=old)
-
-
-def _summaries_follow_correction(*, scope: Scope, old: MemoryRecord) -> None:
-    """Summaries that cite the corrected record (cover its source thread event, or quote its sentence)
-    go stale now and are regenerated by the threads area's task on commit."""
-    try:
-        from memory.threads.models import Summary, ThreadEvent
-        from memory.threads.services.summaries import mark_stale, summaries_over
-    except ImportError:  # the threads area is not installed
-        return
-    from django.db.models import Q
-
-    _, old_text = unseal(old)
-    event_ids = [old.source_event.external_id] if old.source_event else []
-    events = ThreadEvent.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id, pk__in=event_ids)
-    quoting = Q(pk__in=[])
-    if len(old_text.strip()) >= MIN_MARKER_CHARS:
-        quoting = Q(text__icontains=old_text)
-    citing = Summary.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id).filter(
-        Q(pk__in=summaries_over(events).values("pk")) | quoting)
-    mark_stale(citing, reason=f"memory {old.pk} was corrected", blank=False)
 
 
 # --- running a job ---------------------------------------------------------------------------------
@@ -410,20 +318,9 @@ def _verify(target: registry.DeletionTarget) -> int:
     return 0
 
 
-def _lock(job_id: str) -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [f"deletion:{job_id}"])
-        return bool(cursor.fetchone()[0])
-
-
-def _unlock(job_id: str) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [f"deletion:{job_id}"])
-
-
 def deletion_run(*, job_id: str) -> str:
     """Run (or resume) a job; returns its status. A twin delivery finds the lock taken and leaves."""
-    if not _lock(job_id):
+    if not locks.try_session_lock(f"deletion:{job_id}"):
         return "busy"
     try:
         claimed = DeletionJob.objects.filter(
@@ -435,7 +332,7 @@ def deletion_run(*, job_id: str) -> str:
         DeletionJob.objects.filter(pk=job_id).update(runs=job.runs + 1)
         return _run(job)
     finally:
-        _unlock(job_id)
+        locks.session_unlock(f"deletion:{job_id}")
 
 
 def _subject_external_id(job: DeletionJob) -> str:
@@ -462,7 +359,7 @@ def _run(job: DeletionJob) -> str:
                 audit(actor="system:deletion", action="deletion.failed", object_type="deletion", object_id=job.pk,
                       tenant_id=job.tenant_id, data={"step": name, "attempts": step.attempts})
             return DeletionJob.Status.FAILED
-    _clear_caches()  # the verification's own reads (query embeddings) must not outlive the job
+    get_embedder().clear_query_cache()  # the verification's own queries (the deleted words) go too
     with transaction.atomic():
         DeletionJob.objects.filter(pk=job.pk).update(status=DeletionJob.Status.COMPLETED, reason="",
                                                      markers_sealed="", completed_at=timezone.now())
@@ -471,19 +368,6 @@ def _run(job: DeletionJob) -> str:
     return DeletionJob.Status.COMPLETED
 
 
-def _clear_caches() -> None:
-    from django.core.cache import cache
-
-    from memory.embedder import get_embedder
-
-    cache.clear()
-    get_embedder().clear_query_cache()
 
 
-def markers_of_job(job: DeletionJob) -> list[str]:
-    """For tests and operators: what a running job hunts for (empty once completed)."""
-    return list(target_of(job).markers)
-
-
-__all__ = ["memory_delete", "subject_erase", "memory_correct", "deletion_run", "retention_delete",
-           "unseal_parts", "owner_scope"]
+__all__ = ["memory_delete", "subject_erase", "deletion_run", "retention_delete", "owner_scope"]

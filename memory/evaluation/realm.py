@@ -49,7 +49,7 @@ class InProcessRealm(Realm):
 
     def __init__(self) -> None:
         super().__init__()
-        from memory.services.identity import agent_key_create, tenant_create, user_create
+        from memory.identity.services import agent_key_create, tenant_create, user_create
 
         self.transport: Transport = InProcessTransport()
         self.tenants = {t: tenant_create(slug=f"{self.run_id}-{t}", name=f"Evaluation {self.run_id} ({t})",
@@ -62,7 +62,7 @@ class InProcessRealm(Realm):
                                     password=str(ULID()), reviewer=True, actor="system:evaluate")
 
     def principal(self, tenant: str, external_id: str, namespaces: list[str] | None = None) -> Principal:
-        from memory.services.identity import principal_token_mint
+        from memory.identity.services import principal_token_mint
 
         token, _, _ = principal_token_mint(tenant=self.tenants[tenant], subject_external_id=external_id,
                                            namespaces=namespaces, actor="system:evaluate")
@@ -70,7 +70,7 @@ class InProcessRealm(Realm):
                          token=token, transport=self.transport)
 
     def approve(self, candidate_id: str) -> str:
-        from memory.services.review import candidate_approve
+        from memory.consolidation.review import candidate_approve
 
         return str(candidate_approve(reviewer=self.reviewer, candidate_id=candidate_id).result.record.pk)
 

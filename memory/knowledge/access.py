@@ -5,7 +5,8 @@ A principal reads a domain when
 2. the principal's subject is a reader: ``all_subjects``, listed in ``readers``, or of a kind in
    ``reader_kinds``, and
 3. when the key or token is restricted to namespaces, one of them is ``knowledge`` (every domain)
-   or ``knowledge/<domain name>``. An unrestricted key (namespaces None) has no such limit.
+   or ``knowledge/<domain name>`` (the reserved grant names of memory/scope.py). An unrestricted key
+   (namespaces None) has no such limit.
 
 Writing additionally needs the key's ``write`` permission (services.py). The fragment is used
 verbatim by the selectors (``id IN (<fragment>)``) and by both legs of the retrieval provider, so
@@ -18,9 +19,7 @@ from typing import Any
 
 from django.db.models.expressions import RawSQL
 
-from memory.scope import Scope
-
-KNOWLEDGE_NAMESPACE = "knowledge"
+from memory.scope import KNOWLEDGE, Scope
 
 _READABLE_SQL = """
 SELECT d.id FROM knowledge_accessdomain d
@@ -39,10 +38,10 @@ def granted_domain_names(scope: Scope) -> list[str] | None:
         return None
     names: list[str] = []
     for prefix in scope.namespaces:
-        if prefix == KNOWLEDGE_NAMESPACE:
+        if prefix == KNOWLEDGE:
             return None
         head, _, rest = prefix.partition("/")
-        if head == KNOWLEDGE_NAMESPACE and rest and "/" not in rest:
+        if head == KNOWLEDGE and rest and "/" not in rest:
             names.append(rest)
     return names
 

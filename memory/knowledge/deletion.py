@@ -19,7 +19,7 @@ from django.utils import timezone
 from memory.audit import audit
 from memory.deletion import registry
 from memory.deletion.models import DeletionJob, DeletionStep
-from memory.errors import Conflict, Forbidden, NotFound
+from memory.errors import Conflict, NotFound
 from memory.knowledge.selectors import documents_for_scope
 from memory.scope import WRITE, Scope
 from memory.tombstones import subject_hash
@@ -49,8 +49,7 @@ def deletion_payload(job: DeletionJob) -> dict[str, Any]:
 @transaction.atomic
 def document_delete(*, scope: Scope, document_id: int) -> DeletionJob:
     """Delete a document from every surface. Asking again for a deleted document returns its job."""
-    if not scope.can(WRITE):
-        raise Forbidden("Deleting a document needs the write scope.", code="insufficient_scope")
+    scope.require(WRITE)
     # Lock the document row: two concurrent DELETEs (or a DELETE racing a re-ingest) serialise here.
     document = documents_for_scope(scope=scope).filter(pk=document_id).select_for_update(of=("self",)).first()
     if document is None:

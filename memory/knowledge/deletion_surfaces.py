@@ -3,8 +3,8 @@
 Surfaces, in order: retrieval logs (every subject's log entries that quote the document's chunks:
 knowledge is shared, so any reader may have been served it), chunks (their text, embedding and
 full-text vector are columns of one row, so one delete clears the text index and the vector index
-too), the document row, and the shared cache version (so any cached knowledge result is
-unreachable). Every surface is idempotent and a no-op for targets without document ids.
+too) and the document row. Nothing caches knowledge results, so there is no cache to purge. Every
+surface is idempotent and a no-op for targets without document ids.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from typing import Any
 from django.db import transaction
 
 from memory.deletion.registry import DeletionTarget, purge_surface, read_check
-from memory.knowledge.cache import bump_knowledge_cache_version
 from memory.knowledge.models import Chunk, Document
 from memory.retrieval.models import RetrievalLog
 
@@ -63,14 +62,6 @@ def purge_knowledge_document(target: DeletionTarget) -> int:
         return 0
     deleted, _ = Document.objects.filter(tenant_id=target.tenant_id, pk__in=target.document_ids).delete()
     return deleted
-
-
-@purge_surface("knowledge_caches", order=48)
-def purge_knowledge_caches(target: DeletionTarget) -> int:
-    if not target.document_ids:
-        return 0
-    bump_knowledge_cache_version(target.tenant_id)
-    return 1
 
 
 @read_check("knowledge_rows")

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from django.db import connection
 
 from memory.knowledge.models import Chunk
+from memory.search import TEXT_SEARCH_CONFIG, vector_literal
 
 BATCH_SIZE = 256
-TEXT_SEARCH_CONFIG = "english"
 
 
 def chunk_ids(*, tenant_id: int | None = None, only_missing: bool = True) -> list[int]:
@@ -59,7 +59,7 @@ def embed_chunks(ids: list[int], *, batch_size: int = BATCH_SIZE, only_missing: 
     for start in range(0, len(ids), batch_size):
         rows = list(Chunk.objects.filter(pk__in=ids[start:start + batch_size]).values_list("pk", "text"))
         vectors = embedder.embed([text for _, text in rows])
-        literals = ["[" + ",".join(f"{x:.7g}" for x in v) + "]" for v in vectors]
+        literals = [vector_literal(v) for v in vectors]
         with connection.cursor() as cursor:
             cursor.execute(
                 "UPDATE knowledge_chunk c SET embedding = v.e::vector FROM unnest(%s::bigint[], %s::text[]) "

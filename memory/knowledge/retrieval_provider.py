@@ -23,18 +23,13 @@ from django.db import connection
 from memory.knowledge.access import readable_domains_sql
 from memory.models import SourceType
 from memory.retrieval.sources import RetrievalQuery, SourceItem, register_provider
-from memory.scope import Scope
-
-TEXT_SEARCH_CONFIG = "english"
+from memory.scope import KNOWLEDGE, Scope
+from memory.search import TEXT_SEARCH_CONFIG, vector_literal
 
 
 def chunk_item_id(document_id: int, chunk_id: int) -> str:
     # Carries the document id so deletion can find a deleted document's quotes in retrieval logs.
     return f"doc:{document_id}:chunk:{chunk_id}"
-
-
-def _vector_literal(vector: list[float]) -> str:
-    return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
 
 
 def _sql(scope: Scope, query: RetrievalQuery) -> tuple[str, list[Any]]:
@@ -72,7 +67,7 @@ semantic AS (
       WHERE c.access_domain_id IN ({readable}) AND c.embedding IS NOT NULL
       OFFSET 0) AS scan
     ORDER BY distance, id LIMIT %s) AS top)""")
-        params += [_vector_literal(query.vector), *readable_params, limit]
+        params += [vector_literal(query.vector), *readable_params, limit]
     else:
         legs.append("semantic AS (SELECT NULL::bigint AS id, NULL::float8 AS distance, "
                     "NULL::bigint AS srank WHERE false)")
@@ -112,6 +107,7 @@ def knowledge_search(scope: Scope, query: RetrievalQuery) -> list[SourceItem]:
             semantic_similarity=None if distance is None else 1.0 - float(distance),
             source_date=ingested_at,
             authority=SourceType.ORG_RECORD,
+            grant=f"{KNOWLEDGE}/{domain}",
         ))
     return items
 

@@ -1,4 +1,5 @@
-"""Reads of knowledge. Every query starts from the domains the scope may read (access.py), in SQL."""
+"""Reads of knowledge. Each asks the scope for ``read``; every query starts from the domains the scope may
+read (access.py), in SQL."""
 
 from __future__ import annotations
 
@@ -6,12 +7,8 @@ from django.db.models import Count, QuerySet
 
 from memory.errors import NotFound
 from memory.knowledge.access import readable_domain_ids
-from memory.knowledge.models import AccessDomain, Chunk, Document
-from memory.scope import Scope
-
-
-def readable_domains(*, scope: Scope) -> QuerySet[AccessDomain]:
-    return AccessDomain.objects.filter(tenant_id=scope.tenant_id, id__in=readable_domain_ids(scope))
+from memory.knowledge.models import Chunk, Document
+from memory.scope import READ, Scope
 
 
 def documents_for_scope(*, scope: Scope) -> QuerySet[Document]:
@@ -19,6 +16,7 @@ def documents_for_scope(*, scope: Scope) -> QuerySet[Document]:
 
 
 def document_list(*, scope: Scope, access_domain: str | None = None) -> QuerySet[Document]:
+    scope.require(READ)
     qs = documents_for_scope(scope=scope).select_related("access_domain").annotate(chunk_count=Count("chunks"))
     if access_domain:
         qs = qs.filter(access_domain__name=access_domain)
@@ -26,6 +24,7 @@ def document_list(*, scope: Scope, access_domain: str | None = None) -> QuerySet
 
 
 def document_get(*, scope: Scope, document_id: int) -> Document:
+    scope.require(READ)
     document = (documents_for_scope(scope=scope).select_related("access_domain")
                 .annotate(chunk_count=Count("chunks")).filter(pk=document_id).first())
     if document is None:

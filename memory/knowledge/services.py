@@ -23,21 +23,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from memory import locks
 from memory.audit import audit
-from memory.errors import EngramError, Forbidden, InvalidInput, NotFound, SecretDetected
+from memory.errors import EngramError, InvalidInput, NotFound, SecretDetected
 from memory.knowledge import chunking
 from memory.knowledge.access import readable_domain_ids
-from memory.knowledge.cache import bump_knowledge_cache_version
 from memory.knowledge.formats import to_text
 from memory.knowledge.indexing import refresh_chunk_search_vectors
 from memory.knowledge.models import AccessDomain, Chunk, Document
 from memory.knowledge.secrets import describe, scan_document
 from memory.models import Subject, Tenant
+from memory.namespaces import NAME
+from memory.queues import BULK, enqueue
 from memory.scope import WRITE, Scope
-from memory.tasks import BULK, enqueue
 
 MAX_BATCH = 200
 
@@ -97,8 +98,7 @@ def operator_scope(tenant: Tenant, actor: str = "cli") -> Scope:
 def access_domain_create(*, tenant: Tenant, name: str, description: str = "",
                          subject_external_ids: Sequence[str] = (), reader_kinds: Sequence[str] = (),
                          all_subjects: bool = False, actor: str = "system") -> AccessDomain:
-    from api.fields import NAME
-    from memory.services.identity import subject_get_or_create
+    from memory.identity.services import subject_get_or_create
 
     if not NAME.match(name):
         raise InvalidInput("A domain name is 1-64 lowercase letters, digits, '_', '-' or '.'.", code="invalid_name")
@@ -118,8 +118,6 @@ def access_domain_create(*, tenant: Tenant, name: str, description: str = "",
 
 
 def _writable_domain(scope: Scope, name: str) -> AccessDomain:
-    if not scope.can(WRITE):
-        raise Forbidden("This agent key lacks the write scope.", code="insufficient_scope")
     domain = (AccessDomain.objects.filter(tenant_id=scope.tenant_id, name=name)
               .filter(id__in=readable_domain_ids(scope)).first())
     if domain is None:
@@ -136,6 +134,7 @@ def content_hash_of(item: DocumentInput) -> str:
 
 def _prepare(scope: Scope, item: DocumentInput, domain: AccessDomain | None = None) -> _Prepared:
     """Everything that needs no lock: checks, conversion, secret scan, chunking. Raises EngramError."""
+    scope.require(WRITE)
     domain = domain or _writable_domain(scope, item.access_domain)
     if not item.external_id or len(item.external_id) > 200:
         raise InvalidInput("external_id is 1 to 200 characters.")
@@ -168,9 +167,7 @@ def _lock_document_key(domain_id: int, external_id: str) -> None:
     and both write n+1. No row exists to lock on a first post, so take a transaction-scoped
     advisory lock named by the key (released at commit or rollback).
     """
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                       [f"knowledge-document:{domain_id}:{external_id}"])
+    locks.lock([f"knowledge-document:{domain_id}:{external_id}"])
 
 
 @transaction.atomic
@@ -212,8 +209,7 @@ def _store(*, scope: Scope, prepared: _Prepared, vectors: list[list[float]] | No
           subject_id=scope.subject_id or None, data={"access_domain": domain.name, "external_id": item.external_id,
                                              "version": document.version, "chunks": len(prepared.chunks),
                                              "content_hash": prepared.content_hash})
-    tenant_id, document_id = scope.tenant_id, document.pk
-    transaction.on_commit(lambda: bump_knowledge_cache_version(tenant_id))
+    document_id = document.pk
     if vectors is None:
         transaction.on_commit(lambda: enqueue("memory.knowledge.tasks.embed_document", document_id, queue=BULK))
     return IngestResult(document=document, status=status)
@@ -259,8 +255,7 @@ def document_batch_ingest(*, scope: Scope, items: Sequence[DocumentInput | Engra
     """
     if len(items) > MAX_BATCH:
         raise InvalidInput(f"A batch holds at most {MAX_BATCH} documents.", code="batch_too_large")
-    if not scope.can(WRITE):
-        raise Forbidden("This agent key lacks the write scope.", code="insufficient_scope")
+    scope.require(WRITE)
     results = [BatchItemResult(index=i, external_id=None if isinstance(it, EngramError) else it.external_id)
                for i, it in enumerate(items)]
     domains: dict[str, AccessDomain] = {}

@@ -9,9 +9,9 @@ restarting at the commit) or was given up (the embedding model was down) is pick
 from django.db import migrations
 
 SCHEDULES = {
-    "engram.sweep_deletions": {"func": "memory.tasks.sweep_deletions", "schedule_type": "I", "minutes": 1,
+    "engram.sweep_deletions": {"func": "memory.deletion.tasks.sweep_deletions", "schedule_type": "I", "minutes": 1,
                                "repeats": -1, "cluster": "urgent"},
-    "engram.embed_pending": {"func": "memory.tasks.embed_pending", "schedule_type": "I", "minutes": 5,
+    "engram.embed_pending": {"func": "memory.records.tasks.embed_pending", "schedule_type": "I", "minutes": 5,
                              "repeats": -1, "cluster": "bulk"},
 }
 

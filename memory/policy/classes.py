@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from memory.errors import PolicyRefused
 from memory.models import MemoryClass
-from memory.namespaces import is_under
 
-# What each write path needs from the class's model permission.
-WRITE_PATH_NEEDS = {
+# What each write path needs from the class's model permission. The model permission governs what
+# agents (and the model's inferences, once approved or kept) may store; "owner" is the person
+# correcting their own memory from /me/, which no model permission restricts.
+WRITE_PATH_NEEDS: dict[str, set[str]] = {
     "confirmed": {MemoryClass.ModelPermission.WRITE},
     "candidate": {MemoryClass.ModelPermission.WRITE, MemoryClass.ModelPermission.PROPOSE},
+    "owner": set(MemoryClass.ModelPermission.values),
 }
 
 
@@ -33,11 +35,6 @@ def class_for_namespace(*, tenant_id: int, namespace: str) -> MemoryClass | None
     return pick_class(by_prefix, namespace)
 
 
-def require_class(*, tenant_id: int, namespace: str, path: str) -> MemoryClass:
-    """The class for a write on ``path`` ("confirmed" or "candidate"), or 422 class_not_allowed."""
-    return check_class(class_for_namespace(tenant_id=tenant_id, namespace=namespace), namespace=namespace, path=path)
-
-
 def check_class(memory_class: MemoryClass | None, *, namespace: str, path: str) -> MemoryClass:
     """422 class_not_allowed unless ``memory_class`` exists and lets agents write on ``path``."""
     if memory_class is None:
@@ -52,7 +49,3 @@ def check_class(memory_class: MemoryClass | None, *, namespace: str, path: str) 
 
 def readable_by(memory_class: MemoryClass, role: str) -> bool:
     return role in (memory_class.allowed_readers or [])
-
-
-def class_covers(memory_class: MemoryClass, namespace: str) -> bool:
-    return is_under(namespace, memory_class.namespace_prefix)

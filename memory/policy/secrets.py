@@ -18,6 +18,8 @@ from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_cla
 from detect_secrets.core.scan import scan_line
 from detect_secrets.settings import get_settings
 
+from memory.errors import SecretDetected
+
 _NOISY_PLUGINS = {"Base64HighEntropyString", "HexHighEntropyString"}
 _PLUGIN_CLASSES: list[Any] = list(get_mapping_from_secret_type_to_class().values())
 _PLUGIN_NAMES: list[str] = [cls.__name__ for cls in _PLUGIN_CLASSES]
@@ -152,3 +154,10 @@ def describe(findings: list[Finding]) -> str:
     parts = sorted({f"{f.kind} in {f.location}" for f in findings})
     return "Refused: the request contains what looks like a secret (" + "; ".join(parts) + \
         "). Secrets are never stored; remove it and retry."
+
+
+def refuse_secrets(payload: Any, *, cache: dict[str, list[str]] | None = None) -> None:
+    """422 ``secret_detected`` when any string of ``payload`` looks like a secret (the gates' secret step)."""
+    findings = scan_payload(payload, cache=cache)
+    if findings:
+        raise SecretDetected(describe(findings))

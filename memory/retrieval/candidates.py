@@ -10,7 +10,6 @@ planner goes through the (tenant, subject, status) btree and sorts the subject's
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,14 +18,8 @@ from django.db.models import BooleanField, Exists, ExpressionWrapper, F, FloatFi
 from django.db.models.functions import Now
 from pgvector.django import CosineDistance
 
-from memory.indexing import TEXT_SEARCH_CONFIG
 from memory.models import Confidence, Conflict, MemoryRecord, RecordStatus
 from memory.scope import Scope
-
-# websearch_to_tsquery joins words with AND; a question rarely repeats every word of a stored fact,
-# so the words are OR-ed (each whitespace chunk stays one websearch term: "ORD-4417" keeps its parts).
-_WORD = re.compile(r"[^\s\"'()<>!|&:*\\]+")
-_OPERATORS = {"or", "and", "not"}
 
 RECORD_COLUMNS = ("id", "namespace", "kind", "memory_type", "field", "fact", "text", "source_type", "confidence",
                   "valid_from", "created_at", "memory_class", "content_hash", "status", "valid_until")
@@ -41,18 +34,6 @@ class Filters:
     types: list[str] | None = None
     fields: list[str] | None = None
     source_types: list[str] | None = None
-
-
-def or_query(text: str) -> str:
-    words = [w.lstrip("-") for w in _WORD.findall(text)]
-    return " or ".join(w for w in words if w and w.lower() not in _OPERATORS)
-
-
-def text_query(text: str) -> SearchQuery | None:
-    expression = or_query(text)
-    if not expression:
-        return None
-    return SearchQuery(expression, search_type="websearch", config=TEXT_SEARCH_CONFIG)
 
 
 def _open_conflict() -> Exists:

@@ -14,6 +14,7 @@ from django.db import connection
 from memory.content import unseal
 from memory.embedder import get_embedder
 from memory.models import MemoryRecord
+from memory.search import vector_literal
 
 BATCH_SIZE = 256
 
@@ -35,13 +36,9 @@ def write_embeddings(pairs: list[tuple[str, list[float]]], *, only_missing: bool
         cursor.execute(
             "UPDATE memory_memoryrecord AS r SET embedding = v.e::vector "
             "FROM unnest(%s::text[], %s::text[]) AS v(id, e) WHERE r.id = v.id AND r.status <> 'deleted'" + missing,
-            [[p[0] for p in pairs], [_literal(p[1]) for p in pairs]],
+            [[p[0] for p in pairs], [vector_literal(p[1]) for p in pairs]],
         )
         return cursor.rowcount
-
-
-def _literal(vector: list[float]) -> str:
-    return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
 
 
 def embed_record_ids(record_ids: list[str], *, batch_size: int = BATCH_SIZE, only_missing: bool = True,

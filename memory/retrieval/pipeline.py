@@ -17,7 +17,7 @@ from django.utils import timezone
 from memory.content import unseal
 from memory.embedder import get_embedder
 from memory.embedder_guard import EmbedderUnavailable
-from memory.errors import Forbidden, InvalidInput
+from memory.errors import InvalidInput
 from memory.models import Confidence, MemoryRecord
 from memory.namespaces import intersect_prefixes, to_list
 from memory.normalise import normalise_text, normalise_value
@@ -27,6 +27,7 @@ from memory.retrieval.ranking import MIN_SIMILARITY, Ranked, below_threshold, sc
 from memory.retrieval.services import retrieval_log_record
 from memory.retrieval.sources import RetrievalQuery, SourceItem, provider
 from memory.scope import READ, Scope
+from memory.search import or_query
 
 DEFAULT_BUDGET_TOKENS = 400
 DEFAULT_LIMIT = 10
@@ -109,13 +110,14 @@ def _provider_item(item: SourceItem) -> Ranked:
     return Ranked(source=item.source, item_id=item.item_id, text=item.text, packet=packet,
                   authority=item.authority, confirmed=confirmed, source_date=item.source_date,
                   dedupe_key=f"{item.source}:{normalise_text(item.text)}", lexical_rank=item.lexical_rank,
-                  semantic_rank=item.semantic_rank, similarity=item.semantic_similarity)
+                  semantic_rank=item.semantic_rank, similarity=item.semantic_similarity,
+                  extra={"grant": item.grant})
 
 
 def _memory_candidates(scope: Scope, request: RetrieveRequest, filters: legs.Filters, vector: list[float],
                        pool: int, dropped: dict[str, int], log: list[dict[str, Any]],
                        retention: list[float]) -> list[Ranked]:
-    tsquery = legs.text_query(request.query)
+    tsquery = or_query(request.query)
     by_id: dict[str, Ranked] = {}
     for rank, record in enumerate(legs.lexical(scope, filters, tsquery, pool), start=1):
         by_id[record.pk] = _memory_item(record)
@@ -160,8 +162,7 @@ def _narrowed(scope: Scope, request: RetrieveRequest, log: list[dict[str, Any]],
 
 def memory_retrieve(*, scope: Scope, request: RetrieveRequest) -> RetrieveResult:
     """Retrieve packets for ``request`` within ``scope``, and log the call."""
-    if not scope.can(READ):
-        raise Forbidden("This agent key lacks the read scope.", code="insufficient_scope")
+    scope.require(READ)
     for name in request.include:
         if name != MEMORY and provider(name) is None:
             raise InvalidInput(f"Unknown include '{name}'.", code="invalid_include")
@@ -264,6 +265,8 @@ def _log_entry(item: Ranked) -> dict[str, Any]:
         entry["memory_id"] = item.item_id
         entry["namespace"] = to_list(item.extra["namespace"])
         entry["status"] = item.packet["status"]
+    else:
+        entry["grant"] = item.extra.get("grant")  # who may see the entry (memory/retrieval/selectors.py)
     return entry
 
 

@@ -1,21 +1,68 @@
-"""Reads of the retrieval area: logs (per principal) and exact facts (by precedence)."""
+"""Reads of the retrieval area: logs (per subject, as the reader's grant shows them) and exact facts."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from memory.errors import Conflict as ConflictError
 from memory.errors import NotFound
 from memory.models import Confidence, Conflict, MemoryRecord
 from memory.policy.precedence import rank
 from memory.retrieval.models import RetrievalLog
-from memory.scope import Scope
+from memory.scope import KNOWLEDGE, READ, THREADS, Scope
+
+# Logs written before each entry named its grant: the source decides (procedures need none).
+_SOURCE_GRANTS = {"summaries": THREADS, "knowledge": KNOWLEDGE, "procedures": None}
 
 
 def retrieval_log_get(*, scope: Scope, retrieval_id: str) -> RetrievalLog:
-    """A log is its principal's: another subject or tenant gets the same 404 as a missing id."""
+    """A log is its subject's: another subject or tenant gets the same 404 as a missing id. A reader
+    whose grant is narrower than the writer's sees only the entries it may see (``visible_log_fields``)."""
+    scope.require(READ)
     log = RetrievalLog.objects.filter(pk=retrieval_id, tenant_id=scope.tenant_id, subject_id=scope.subject_id).first()
     if log is None:
         raise NotFound(f"No retrieval '{retrieval_id}' for this principal.")
+    return visible_log(scope, log)
+
+
+def visible_log(scope: Scope, log: RetrievalLog) -> RetrievalLog:
+    """The log as ``scope`` may see it (not saved): see ``visible_log_fields``."""
+    shown = visible_log_fields(scope, {"query": log.query, "request": log.request, "candidates": log.candidates})
+    log.query, log.request, log.candidates = shown["query"], shown["request"], shown["candidates"]
     return log
+
+
+def visible_log_fields(scope: Scope, fields: dict[str, Any]) -> dict[str, Any]:
+    """A log's ``query``, ``request`` and ``candidates`` as ``scope`` may see them: the log may have been
+    written by a wider key of the subject. Candidates outside the grant are left out, the request's
+    namespaces narrowed to it, and the writer's own words (the query, and the namespaces it asked for
+    in vain, which may name what the reader may not see) are shown only when the reader's grant covers
+    the writer's (``request.grant``)."""
+    if scope.unrestricted:
+        return fields
+    request = fields["request"] if isinstance(fields["request"], dict) else {}
+    writer = request.get("grant")
+    covered = isinstance(writer, list) and all(isinstance(p, str) and scope.allows_namespace(p) for p in writer)
+    namespaces = request.get("namespaces")
+    if isinstance(namespaces, list):
+        request = {**request, "namespaces": [n for n in namespaces if isinstance(n, str) and scope.allows_namespace(n)]}
+    if not covered:  # the writer's grant names namespaces the reader may not know of
+        request = {k: v for k, v in request.items() if k != "grant"}
+    candidates = [e for e in fields["candidates"] or [] if isinstance(e, dict) and _may_see(scope, e, covered)]
+    return {**fields, "query": fields["query"] if covered else "", "request": request, "candidates": candidates}
+
+
+def _may_see(scope: Scope, entry: dict[str, Any], covered: bool) -> bool:
+    if entry.get("reason") == "out_of_scope":  # a namespace the writer asked for and could not reach
+        return covered
+    if entry.get("source", "memory") == "memory":
+        namespace = entry.get("namespace")
+        grant: str | None = "/".join(namespace) if isinstance(namespace, list) else ""
+    elif "grant" in entry:
+        grant = entry["grant"]
+    else:
+        grant = _SOURCE_GRANTS.get(str(entry.get("source")), "")
+    return grant is None or scope.allows_namespace(str(grant))
 
 
 class FactConflict(ConflictError):
@@ -32,6 +79,7 @@ def fact_get(*, scope: Scope, namespace: str, field: str) -> MemoryRecord:
     Writes keep one active head per key, except where policy cannot decide (a stored open Conflict):
     then 409 ``conflict`` names the competing records. Candidates are never exact facts.
     """
+    scope.require(READ)
     heads = list(MemoryRecord.objects.for_scope(scope).live()
                  .filter(namespace=namespace, field=field, confidence=Confidence.CONFIRMED)
                  .select_related("memory_class", "source_event", "subject").order_by("-created_at", "-pk"))

@@ -25,7 +25,10 @@ def retrieval_log_record(*, scope: Scope, query: str, request: dict[str, Any], c
     keep = min(retention, DEFAULT_LOG_RETENTION) if retention else DEFAULT_LOG_RETENTION
     return RetrievalLog.objects.create(
         tenant_id=scope.tenant_id, subject_id=scope.subject_id, actor=scope.actor, agent_key_id=scope.agent_key_id,
-        query=query, request=request, candidates=candidates, budget=budget, dropped=dropped, timings_ms=timings,
+        # The writer's grant goes with the request: a narrower reader of the subject sees the query
+        # only when its own grant covers it (memory/retrieval/selectors.py).
+        query=query, request={**request, "grant": None if scope.namespaces is None else list(scope.namespaces)},
+        candidates=candidates, budget=budget, dropped=dropped, timings_ms=timings,
         expires_at=timezone.now() + keep,
     )
 

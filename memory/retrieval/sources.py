@@ -35,6 +35,9 @@ class SourceItem:
     semantic_similarity: float | None = None  # cosine similarity, when known
     source_date: dt.datetime | None = None
     authority: str = "summary"  # a precedence source type, used by reranking
+    # The namespace grant a reader needs to see the item in a retrieval log (memory/scope.py), e.g.
+    # "threads" or "knowledge/<domain>"; None: any reader of the subject.
+    grant: str | None = None
 
 
 ProviderFn = Callable[[Scope, RetrievalQuery], list[SourceItem]]

@@ -174,27 +174,24 @@ def purge_checkpoints(target: DeletionTarget) -> int:
     needles = _needles(target)
     if not needles:
         return 0
+    # A checkpoint's version moves on: a writer holding the old ETag must re-read.
+    return (_scrub_rows(_scoped(Checkpoint, target), CHECKPOINT_FIELDS, needles, bump_version=True)
+            + _scrub_rows(_scoped(ToolCall, target), TOOL_CALL_FIELDS, needles))
+
+
+def _scrub_rows(rows: QuerySet[Any], fields: tuple[str, ...], needles: list[str], *, bump_version: bool = False) -> int:
     touched = 0
-    for checkpoint in _scoped(Checkpoint, target).select_for_update().order_by("pk"):
+    for row in rows.select_for_update().order_by("pk"):
         changed = False
-        for name in CHECKPOINT_FIELDS:
-            value, c = _scrub(getattr(checkpoint, name), needles)
+        for name in fields:
+            value, c = _scrub(getattr(row, name), needles)
             if c:
-                setattr(checkpoint, name, value)
+                setattr(row, name, value)
                 changed = True
         if changed:
-            checkpoint.version += 1  # a writer holding the old ETag must re-read
-            checkpoint.save()
-            touched += 1
-    for call in _scoped(ToolCall, target).select_for_update().order_by("pk"):
-        changed = False
-        for name in TOOL_CALL_FIELDS:
-            value, c = _scrub(getattr(call, name), needles)
-            if c:
-                setattr(call, name, value)
-                changed = True
-        if changed:
-            call.save()
+            if bump_version:
+                row.version += 1
+            row.save()
             touched += 1
     return touched
 

@@ -1,38 +1,25 @@
 """``include: ["summaries"]``: fresh thread summaries of the principal's subject, with their source range.
 
 - Lexical leg: Postgres full-text search over ``Summary.search_vector`` (GIN), any query word
-  matching (OR of the words' lexemes), ranked by ``ts_rank_cd`` over the scoped, fresh matches.
+  matching (memory/search.py), ranked by ``ts_rank_cd`` over the scoped, fresh matches.
 - Semantic leg: cosine distance to the query embedding, an exact scan of the subject's fresh,
   embedded summaries (no ANN index to under-fill).
-Both legs put tenant, subject and status in their WHERE clause, so a stale summary is out of
-retrieval from the instant it is marked stale. Optional narrowing filter: ``filters["thread_id"]``.
+A principal whose grant does not reach ``threads`` gets none. Both legs put tenant, subject and
+status in their WHERE clause, so a stale summary is out of retrieval from the instant it is marked
+stale. Optional narrowing filter: ``filters["thread_id"]``.
 """
 
 from __future__ import annotations
 
-import re
-
-from django.contrib.postgres.search import SearchQuery, SearchRank
+from django.contrib.postgres.search import SearchRank
 from django.db.models import F, QuerySet
 from pgvector.django import CosineDistance
 
 from memory.models import SourceType
 from memory.retrieval.sources import RetrievalQuery, SourceItem, register_provider
-from memory.scope import Scope
+from memory.scope import THREADS, Scope
+from memory.search import or_query
 from memory.threads.models import Summary
-
-TEXT_SEARCH_CONFIG = "english"
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-
-def _or_query(text: str) -> SearchQuery | None:
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))[:32]
-    if not words:
-        return None
-    query = SearchQuery(words[0], config=TEXT_SEARCH_CONFIG)
-    for word in words[1:]:
-        query |= SearchQuery(word, config=TEXT_SEARCH_CONFIG)
-    return query
 
 
 def _scoped(scope: Scope, query: RetrievalQuery) -> QuerySet[Summary]:
@@ -49,14 +36,16 @@ def _item(s: Summary) -> SourceItem:
                 "summarizer": {"name": s.summarizer_name, "version": s.summarizer_version},
                 "unresolved": s.unresolved, "referenced_event_ids": s.referenced_event_ids,
                 "content_role": "data"},
-        source_date=s.created_at, authority=SourceType.SUMMARY,
+        source_date=s.created_at, authority=SourceType.SUMMARY, grant=THREADS,
     )
 
 
 def summaries_search(scope: Scope, query: RetrievalQuery) -> list[SourceItem]:
+    if not scope.allows_namespace(THREADS):  # thread state needs a "threads" grant (memory/scope.py)
+        return []
     limit = max(1, int(query.limit))
     items: dict[str, SourceItem] = {}
-    tsquery = _or_query(query.text)
+    tsquery = or_query(query.text)
     if tsquery is not None:
         lexical = (_scoped(scope, query).filter(search_vector=tsquery).defer("embedding")
                    .annotate(rank=SearchRank(F("search_vector"), tsquery, cover_density=True))

@@ -1,4 +1,5 @@
-"""Reads of thread state. Every query starts from ``_scoped(Model, scope)``: tenant AND subject in SQL.
+"""Reads of thread state. Every query starts from ``_scoped(Model, scope)``, which asks the scope for
+the read permission and the ``threads`` grant, then puts tenant AND subject in SQL.
 
 "Does not exist" and "belongs to someone else" get the same 404, so ids are no existence oracle.
 """
@@ -10,13 +11,15 @@ from typing import TypeVar
 from django.db import models
 
 from memory.errors import NotFound
-from memory.scope import Scope
+from memory.scope import READ, Scope
 from memory.threads.models import Checkpoint, Summary, Thread, ThreadEvent, ToolCall
 
 M = TypeVar("M", bound=models.Model)
 
 
 def _scoped(model: type[M], scope: Scope) -> models.QuerySet[M]:
+    scope.require(READ)
+    scope.require_threads()
     return model._default_manager.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id)
 
 

@@ -9,8 +9,8 @@ from django.core import signing
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from memory.identity.services import principal_token_mint
 from memory.models import AgentKey, MemoryRecord
-from memory.services.identity import principal_token_mint
 from tests.conftest import memory_body
 
 pytestmark = pytest.mark.django_db

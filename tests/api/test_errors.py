@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from memory.identity.services import memory_classes_load
 from memory.models import Event, MemoryRecord
-from memory.services.identity import memory_classes_load
 from tests.conftest import memory_body
 
 pytestmark = pytest.mark.django_db

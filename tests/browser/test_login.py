@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.services.identity import user_create
+from memory.identity.services import user_create
 from tests.conftest import login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

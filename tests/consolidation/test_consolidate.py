@@ -201,7 +201,7 @@ def test_the_task_entry_point_runs_the_pipeline_in_sync_mode(agent, tenant):
     candidate = submit(agent)
     MemoryClass.objects.filter(tenant=tenant, name="travel_preferences").update(model_permission="none")
 
-    async_task("memory.tasks.consolidate_candidate", candidate.pk, sync=True)
+    async_task("memory.consolidation.tasks.consolidate_candidate", candidate.pk, sync=True)
 
     assert codes(candidate) == ["class_not_allowed"]
     assert candidate.status == "rejected"

@@ -30,8 +30,8 @@ def test_a_real_worker_consolidates_merges_and_ignores_a_redelivered_task(agent,
 
     # django-q2 re-delivers a task whose retry time ran out: the same task again writes nothing.
     audits = AuditEntry.objects.count()
-    async_task("memory.tasks.consolidate_candidate", second.pk, task_name="redelivery-1")
-    async_task("memory.tasks.consolidate_candidate", first.pk, task_name="redelivery-2")
+    async_task("memory.consolidation.tasks.consolidate_candidate", second.pk, task_name="redelivery-1")
+    async_task("memory.consolidation.tasks.consolidate_candidate", first.pk, task_name="redelivery-2")
     from django_q.models import Success
 
     wait_for(lambda: Success.objects.filter(name__startswith="redelivery-").count() == 2, timeout=30)

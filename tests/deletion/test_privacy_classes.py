@@ -7,22 +7,15 @@ from cryptography.fernet import Fernet
 from django.db import connection
 
 from memory.content import TEXT_PREFIX, fernet, rotate_parts, unseal_parts
+from memory.identity.services import subject_get_or_create
 from memory.models import MemoryClass, MemoryRecord, Subject
 from memory.retrieval.embedding import embed_record_ids
 from memory.scope import Scope
-from memory.services.identity import subject_get_or_create
 from tests.conftest import memory_body
 
 pytestmark = pytest.mark.django_db
 
 SECRET_WORDS = "peanutallergyzq"
-
-
-@pytest.fixture
-def vault(tenant):
-    return MemoryClass.objects.create(
-        tenant=tenant, name="medical", namespace_prefix="user/medical", allowed_readers=["owner", "agent"],
-        model_permission="write", sensitivity="sensitive", encryption_required=True, embed=False)
 
 
 def _write_sealed(agent) -> str:
@@ -153,10 +146,10 @@ def test_an_encrypted_class_is_not_readable_as_plaintext_anywhere_in_the_databas
 
 
 def test_a_sealed_candidate_is_reviewed_merged_and_approved_in_plaintext_but_stored_sealed(agent, tenant):
+    from memory.consolidation import review
     from memory.consolidation.pipeline import consolidate
+    from memory.identity.services import user_create
     from memory.models import Candidate
-    from memory.services import review
-    from memory.services.identity import user_create
     from review.queue import candidate_item
     from tests.deletion.helpers import tables_containing
 

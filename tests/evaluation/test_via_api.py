@@ -18,8 +18,8 @@ from django.core.management import call_command
 
 @pytest.mark.worker
 def test_it_drives_a_running_server_and_its_worker_over_http(live_server: Any, qcluster: Any, tmp_path: Path) -> None:
+    from memory.identity.services import agent_key_create, tenant_create
     from memory.models import Subject
-    from memory.services.identity import agent_key_create, tenant_create
 
     keys = []
     for slug in ("ops-a", "ops-b"):

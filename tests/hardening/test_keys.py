@@ -11,8 +11,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
+from memory.identity.services import agent_key_create, agent_key_rotate
 from memory.models import AgentKey, AuditEntry
-from memory.services.identity import agent_key_create, agent_key_rotate
 from tests.conftest import Agent
 
 pytestmark = pytest.mark.django_db

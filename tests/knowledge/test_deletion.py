@@ -6,7 +6,6 @@ import pytest
 
 from memory.deletion import registry
 from memory.deletion.models import DeletionJob
-from memory.knowledge.cache import knowledge_cache_version
 from memory.knowledge.models import Chunk, Document
 from memory.models import AuditEntry
 from memory.retrieval.models import RetrievalLog
@@ -41,7 +40,6 @@ def test_it_removes_the_document_from_every_surface(agent, make_agent, make_doma
     assert Chunk.objects.filter(document_id=document_id).count() > 1
     assert search(colleague, "Kestrel pallets")
     log = _log_quoting(colleague, document_id)
-    version_before = knowledge_cache_version(tenant.pk)
 
     response = agent.delete(f"{URL}/{document_id}")
 
@@ -50,8 +48,7 @@ def test_it_removes_the_document_from_every_surface(agent, make_agent, make_doma
     assert body["deletion_id"].startswith("del_")
     assert body["status"] == "completed"
     steps = {s["name"]: s for s in body["steps"]}
-    assert set(steps) == {"knowledge_retrieval_logs", "knowledge_chunks", "knowledge_document",
-                          "knowledge_caches", "verification"}
+    assert set(steps) == {"knowledge_retrieval_logs", "knowledge_chunks", "knowledge_document", "verification"}
     assert all(s["status"] == "done" for s in steps.values())
     assert steps["knowledge_chunks"]["rows"] > 1 and steps["knowledge_retrieval_logs"]["rows"] == 1
     # Rows: document and chunks (text, embedding and full-text vector are chunk columns) are gone.
@@ -67,8 +64,6 @@ def test_it_removes_the_document_from_every_surface(agent, make_agent, make_doma
     log.refresh_from_db()
     assert [e["id"] for e in log.candidates] == ["mem_x"]
     assert "Kestrel" not in str(log.candidates)
-    # Caches: the knowledge cache version moved on.
-    assert knowledge_cache_version(tenant.pk) > version_before
     # Every registered read check agrees.
     target = registry.DeletionTarget(tenant_id=tenant.pk, subject_id=agent.subject.pk,
                                      subject_external_id="usr_owner", document_ids=(document_id,))
@@ -125,5 +120,5 @@ def test_knowledge_surfaces_leave_memory_targets_alone(agent, handbook):
 
     rows = [s.purge(target) for s in registry.surfaces() if s.name.startswith("knowledge_")]
 
-    assert rows == [0, 0, 0, 0]
+    assert rows == [0, 0, 0]
     assert Document.objects.count() == 1 and Chunk.objects.count() == 1

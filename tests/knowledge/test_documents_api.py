@@ -202,7 +202,7 @@ def test_it_lets_every_subject_of_a_kind_or_the_whole_tenant_read(make_agent, ma
     assert document(URL, doc_body(access_domain="public")).status_code == 201
     assert document(URL, doc_body(access_domain="projects")).status_code == 404
 
-    from memory.services.identity import subject_get_or_create
+    from memory.identity.services import subject_get_or_create
 
     subject_get_or_create(tenant=tenant, external_id="prj_apollo", kind="project")
     project = make_agent(tenant, "prj_apollo")

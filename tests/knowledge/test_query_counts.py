@@ -33,7 +33,7 @@ def test_listing_documents_takes_the_same_queries_for_one_or_many(agent, handboo
 
 def test_deleting_takes_the_same_queries_for_a_short_or_a_long_document(agent, handbook):
     warm_id = agent.post(URL, doc_body(external_id="warm-up")).json()["document_id"]
-    agent.delete(f"{URL}/{warm_id}")  # the first deletion also creates the cache version key
+    agent.delete(f"{URL}/{warm_id}")  # the first deletion loads what is loaded once per process
     short_id = agent.post(URL, doc_body(external_id="short")).json()["document_id"]
     long_text = "\n\n".join(f"Paragraph {i} of a long manual about refund exceptions." for i in range(80))
     long_id = agent.post(URL, doc_body(external_id="long", text=long_text)).json()["document_id"]

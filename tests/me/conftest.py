@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.services.identity import user_create
+from memory.identity.services import user_create
 
 
 @pytest.fixture

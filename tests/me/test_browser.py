@@ -26,8 +26,8 @@ def test_a_person_sees_corrects_deletes_and_exports_and_another_sees_none_of_it(
     page.goto(f"{live_server.url}/me/")
     seat_row = page.locator(f"#row-{seat}")
     assert "Prefers aisle seats" in seat_row.inner_text()
-    assert "I always take the aisle seat." in seat_row.locator(".provenance").inner_text()
-    assert "explicit_user_statement" in seat_row.locator(".provenance").inner_text()
+    assert seat_row.locator(".provenance").inner_text().startswith("You said: “I always take the aisle seat.” — ")
+    assert "explicit_user_statement" not in page.locator("main").inner_text()
     assert "Bob likes" not in page.content()
 
     # Correct the seat.
@@ -42,7 +42,7 @@ def test_a_person_sees_corrects_deletes_and_exports_and_another_sees_none_of_it(
     page.locator(f"#row-{meal}").get_by_role("link", name="Delete").click()
     page.click("#confirm-delete")
     page.wait_for_url("**/me/deletions/del_*")
-    page.wait_for_function("document.querySelector('#job-status').textContent.trim() === 'completed'",
+    page.wait_for_function("document.querySelector('#job-status').dataset.status === 'completed'",
                            timeout=90_000)
     assert page.locator("tr.step").count() >= 10
     assert "verification" in page.locator("#deletion-status").inner_text()

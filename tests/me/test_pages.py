@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.utils import timezone
 
 from memory.deletion.models import DeletionJob
 from memory.models import MemoryRecord, Subject
@@ -25,12 +26,16 @@ def _pages(memory_id: str, job_id: str = "del_x") -> list[str]:
 
 
 def test_every_page_needs_a_login(client, memory_id):
-    for url in _pages(memory_id):
+    for url in [*_pages(memory_id), "/me/deletions/"]:
         response = client.get(url)
         assert response.status_code == 302 and response["Location"].startswith("/accounts/login/"), url
+    for url in ["/me/delete-selected", f"/me/memories/{memory_id}/confirm", f"/me/memories/{memory_id}/deny"]:
+        response = client.post(url, {"ids": [memory_id], "confirm": "yes"})
+        assert response.status_code == 302 and response["Location"].startswith("/accounts/login/"), url
+    assert not DeletionJob.objects.exists()
 
 
-def test_it_lists_my_memories_by_namespace_with_provenance(client, alice, agent, memory_id):
+def test_it_lists_my_memories_newest_first_with_provenance_in_words(client, alice, agent, memory_id):
     agent.post("/api/v1/memories", memory_body(
         namespace=["episodes"], kind="episode", fact={"field": "trip", "value": "Lisbon"}, text="Went to Lisbon",
         source={"type": "explicit_user_statement", "event_id": "evt_trip", "text": "We flew to Lisbon"}))
@@ -38,9 +43,12 @@ def test_it_lists_my_memories_by_namespace_with_provenance(client, alice, agent,
 
     page = client.get("/me/").content.decode()
 
-    assert "<h2>user/travel_preferences</h2>" in page and "<h2>episodes</h2>" in page
-    assert "Prefers aisle seats" in page and "I always take the aisle seat." in page  # the event text
-    assert "explicit_user_statement" in page and "confirmed" in page and "active" in page
+    assert page.index("Went to Lisbon") < page.index("Prefers aisle seats")  # newest first
+    today = timezone.now()
+    assert 'You said</span>: <span class="quote">“I always take the aisle seat.”</span> — <time' in page
+    assert f">{today.day} {today:%B %Y}</time>" in page
+    assert ">Current</span>" in page and "user/travel_preferences" in page and "episodes" in page
+    assert "explicit_user_statement<" not in page and ">active<" not in page  # no internal words as text
 
 
 def test_history_shows_the_versions(client, alice, agent, memory_id):
@@ -50,7 +58,7 @@ def test_history_shows_the_versions(client, alice, agent, memory_id):
 
     page = client.get(f"/me/memories/{new_id}/").content.decode()
 
-    assert memory_id in page and new_id in page and "superseded" in page
+    assert memory_id in page and new_id in page and ">Replaced</span>" in page and ">Current</span>" in page
 
 
 def test_correct_makes_a_new_record_as_the_person(client, alice, memory_id):
@@ -79,7 +87,7 @@ def test_delete_asks_first_then_shows_the_job(client, alice, memory_id):
     assert 'hx-trigger="every 1s"' in pending and 'http-equiv="refresh"' in pending
     run_job(job.pk)
     done = client.get(f"/me/deletions/{job.pk}", HTTP_HX_REQUEST="true").content.decode()
-    assert "completed" in done and "hx-trigger" not in done and "<html" not in done
+    assert ">Completed</span>" in done and "hx-trigger" not in done and "<html" not in done
 
 
 def test_export_downloads_my_data_as_json(client, alice, memory_id):
@@ -121,6 +129,8 @@ def test_another_person_sees_none_of_it_even_by_direct_url(client, alice, bob, m
     assert client.post(f"/me/memories/{memory_id}/delete").status_code == 404
     alice_subject = Subject.objects.get(external_id="usr_owner")
     assert client.get(f"/me/?subject={alice_subject.pk}").status_code == 404
+    assert client.get(f"/me/deletions/?subject={alice_subject.pk}").status_code == 404
+    assert job.pk not in client.get("/me/deletions/").content.decode()
     assert client.post("/me/erase", {"subject": alice_subject.pk, "confirm": "delete everything"}).status_code == 404
     assert "Prefers aisle seats" not in client.get("/me/export").content.decode()
 

@@ -7,11 +7,11 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
+from memory.identity.services import subject_get_or_create
 from memory.models import Conflict, MemoryRecord
 from memory.policy.precedence import AUTHORITY_ORDER, Outcome, decide, outranks
+from memory.records.services import RecordInput, memory_write, outcome_record
 from memory.scope import ALL_PERMISSIONS, Scope
-from memory.services.identity import subject_get_or_create
-from memory.services.writes import RecordInput, memory_write, outcome_record
 
 
 def test_the_authority_order_is_exactly_the_contracts():

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from memory.services.identity import user_create
+from memory.identity.services import user_create
 from procedures.services import procedure_publish
 
 BODY_V1 = """Refund procedure

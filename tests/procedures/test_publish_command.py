@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.core.management import CommandError, call_command
 
+from memory.identity.services import user_create
 from memory.models import AuditEntry
-from memory.services.identity import user_create
 from procedures.models import Procedure, ProcedureVersion
 
 pytestmark = pytest.mark.django_db

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.services.identity import user_create
+from memory.identity.services import user_create
 from procedures.models import ChangeProposal, Procedure, ProcedureVersion
 from procedures.services import proposal_approve
 from tests.procedures.conftest import edited, propose
@@ -160,14 +160,14 @@ def test_the_history_shows_each_version_with_who_approved_it_and_when(client, te
     page = client.get(f"/review/procedures/{proposal.procedure_id}/").content.decode()
 
     newest, oldest = _rows(page)
-    assert newest[0] == "v2 current" and newest[1] == f"Be kind {proposal.pk}"
+    assert newest[0] == "v2 Current" and newest[1] == f"Be kind {proposal.pk}"
     assert newest[2] == proposal.proposer and newest[3] == "rosa"
     assert newest[4] == date(localtime(v2.approved_at), "Y-m-d H:i") and newest[5] == ""  # current: no rollback
     assert oldest[0] == "v1" and oldest[1] == "First version" and oldest[2] == f"user:{reviewer.pk}"
     assert oldest[3] == "rita" and oldest[4] == date(localtime(v1.approved_at), "Y-m-d H:i")
     assert oldest[5] == "Propose rollback to v1"
     [decided] = _rows(page, table=1)
-    assert decided[0] == proposal.pk and decided[2] == "approved" and decided[3] == "rosa"
+    assert decided[0] == proposal.pk and decided[2] == "Approved" and decided[3] == "rosa"
 
 
 def test_a_version_page_shows_its_body_approver_and_the_diff_to_the_current_version(client, tenant, reviewer,

@@ -8,8 +8,8 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 
 from memory.errors import Conflict, Forbidden, InvalidInput
+from memory.identity.services import user_create
 from memory.models import AuditEntry
-from memory.services.identity import user_create
 from procedures.models import ChangeProposal, Procedure, ProcedureVersion
 from procedures.services import (
     procedure_publish,

@@ -7,11 +7,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from memory.embedder import get_embedder
+from memory.identity.services import subject_get_or_create
+from memory.records.services import RecordInput, memory_write_batch
 from memory.retrieval import candidates as legs
 from memory.scope import Scope
-from memory.services.batch import memory_write_batch
-from memory.services.identity import subject_get_or_create
-from memory.services.writes import RecordInput
 from tests.retrieval.conftest import RETRIEVE
 
 pytestmark = pytest.mark.django_db

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from memory.identity.services import user_create
 from memory.models import Candidate
-from memory.services.identity import user_create
 from tests.conftest import login
 from tests.consolidation.helpers import state
 from tests.review.conftest import in_review, org_conflict

@@ -62,7 +62,7 @@ def test_another_tenants_reviewer_sees_nothing_and_gets_404(agent, gus):
 
 
 def test_a_person_who_reviews_nothing_sees_nothing(agent, tenant):
-    from memory.services.identity import user_create
+    from memory.identity.services import user_create
 
     candidate = in_review(agent)
     owner = user_create(tenant=tenant, username="olga", password="olga-pass-123", subject_external_id="usr_owner")

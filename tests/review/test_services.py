@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from memory.consolidation import consolidate
+from memory.consolidation import consolidate, review
 from memory.errors import Conflict as ConflictError
 from memory.errors import InvalidInput, NotFound, SecretDetected
 from memory.models import AuditEntry, Candidate, MemoryClass, MemoryRecord
-from memory.services import review
 from tests.consolidation.helpers import INFERRED, state, submit
 from tests.review.conftest import in_review, org_conflict
 

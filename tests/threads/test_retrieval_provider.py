@@ -111,7 +111,7 @@ def test_deletion_clears_the_derived_embedding(agent, summarized):
 
 
 def outsider_scope(agent):
-    from memory.services.identity import subject_get_or_create
+    from memory.identity.services import subject_get_or_create
 
     other = subject_get_or_create(tenant=agent.tenant, external_id="usr_other")
     return type(agent)(client=agent.client, key=agent.key, token=None, tenant=agent.tenant, subject=other)

@@ -12,10 +12,10 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
+from memory.identity.services import agent_key_create, subject_get_or_create, tenant_create, user_create
 from memory.models import AgentKey, Tenant
+from memory.records.services import RecordInput, candidate_submit, memory_write, outcome_record
 from memory.scope import ALL_PERMISSIONS, Scope
-from memory.services.identity import agent_key_create, subject_get_or_create, tenant_create, user_create
-from memory.services.writes import RecordInput, candidate_submit, memory_write, outcome_record
 
 DEMO_MEMORIES = [
     ("user/travel_preferences", "preference", "seat_preference", "aisle", "Prefers aisle seats"),

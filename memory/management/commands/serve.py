@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from memory.tasks import QUEUES
+from memory.queues import QUEUES
 from memory.workqueues import Child, Supervisor, thread_env, worker_children
 
 

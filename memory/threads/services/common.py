@@ -1,22 +1,14 @@
-"""Helpers shared by the thread services: permission checks, secret refusal, keyed payload hashes."""
+"""Helpers shared by the thread services: keyed payload hashes and the thread lock."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from memory.errors import Forbidden, NotFound
+from memory.errors import NotFound
 from memory.scope import Scope
-from memory.services.writes import refuse_secrets
 from memory.threads.models import Thread
 from memory.tombstones import keyed_hash
-
-__all__ = ["require", "refuse_secrets", "request_hash", "lock_thread"]
-
-
-def require(scope: Scope, permission: str) -> None:
-    if not scope.can(permission):
-        raise Forbidden(f"This agent key lacks the {permission} scope.", code="insufficient_scope")
 
 
 def request_hash(payload: dict[str, Any]) -> str:

@@ -13,9 +13,10 @@ from django.utils import timezone
 from memory.audit import audit
 from memory.errors import Conflict, InvalidInput, NotFound
 from memory.models import Tombstone
+from memory.policy.secrets import refuse_secrets
 from memory.scope import WRITE, Scope
 from memory.threads.models import Thread, ThreadEvent
-from memory.threads.services.common import lock_thread, refuse_secrets, request_hash, require
+from memory.threads.services.common import lock_thread, request_hash
 from memory.threads.services.summaries import summaries_invalidate
 from memory.tombstones import event_hash, subject_hash
 
@@ -45,7 +46,8 @@ class AppendResult:
 
 @transaction.atomic
 def thread_create(*, scope: Scope, title: str = "", metadata: dict[str, Any] | None = None) -> Thread:
-    require(scope, WRITE)
+    scope.require(WRITE)
+    scope.require_threads()
     refuse_secrets({"title": title, "metadata": metadata or {}})
     thread = Thread.objects.create(tenant_id=scope.tenant_id, subject_id=scope.subject_id, title=title,
                                    metadata=metadata or {}, actor=scope.actor)
@@ -65,7 +67,8 @@ def _replay(existing: ThreadEvent, digest: str, key: str) -> AppendResult:
 def thread_event_append(*, scope: Scope, thread_id: str, item: EventInput,
                         idempotency_key: str | None = None) -> AppendResult:
     """Append one event with the next sequence number; the same Idempotency-Key returns the original."""
-    require(scope, WRITE)
+    scope.require(WRITE)
+    scope.require_threads()
     refuse_secrets({**item.canonical(), "idempotency_key": idempotency_key or ""})
     digest = request_hash(item.canonical())
     thread = lock_thread(scope, thread_id)
@@ -105,7 +108,8 @@ def thread_event_delete(*, scope: Scope, thread_id: str, event_id: str) -> tuple
 
     Returns the tombstoned event and the ids of the summaries made stale. Idempotent.
     """
-    require(scope, WRITE)
+    scope.require(WRITE)
+    scope.require_threads()
     thread = lock_thread(scope, thread_id)
     event = ThreadEvent.objects.filter(thread=thread, pk=event_id).first()
     if event is None:

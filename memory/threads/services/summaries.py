@@ -13,13 +13,13 @@ from django.utils import timezone
 
 from memory.audit import audit
 from memory.errors import Conflict, InvalidInput, NotFound
+from memory.policy.secrets import refuse_secrets
+from memory.queues import INTERACTIVE, enqueue
 from memory.scope import WRITE, Scope
-from memory.tasks import INTERACTIVE, enqueue
+from memory.search import TEXT_SEARCH_CONFIG
 from memory.threads.models import Summary, Thread, ThreadEvent
-from memory.threads.services.common import lock_thread, refuse_secrets, require
+from memory.threads.services.common import lock_thread
 from memory.threads.summarizers import Summarizer, SummaryDraft, get_summarizer
-
-TEXT_SEARCH_CONFIG = "english"
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,8 @@ def _create(*, thread: Thread, origin: str, draft: SummaryDraft, from_seq: int, 
 @transaction.atomic
 def summary_store(*, scope: Scope, thread_id: str, item: ClientSummaryInput) -> Summary:
     """A client-written summary. It is never regenerated: when its sources change it goes stale."""
-    require(scope, WRITE)
+    scope.require(WRITE)
+    scope.require_threads()
     refuse_secrets({"text": item.text, "unresolved": item.unresolved, "summarizer": item.summarizer_name,
                     "version": item.summarizer_version})
     thread = lock_thread(scope, thread_id)
@@ -106,7 +107,8 @@ def thread_summarize(*, scope: Scope, thread_id: str, from_seq: int | None = Non
     Not one transaction on purpose: drafting runs outside the thread lock (see MAX_DRAFT_ATTEMPTS);
     the write (summary + audit) is one transaction under the lock.
     """
-    require(scope, WRITE)
+    scope.require(WRITE)
+    scope.require_threads()
     summarizer = summarizer or get_summarizer()
     for _ in range(MAX_DRAFT_ATTEMPTS):
         thread = Thread.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id, pk=thread_id).first()

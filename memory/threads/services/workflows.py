@@ -18,10 +18,11 @@ from django.utils import timezone
 
 from memory.audit import audit
 from memory.errors import Conflict, InvalidInput, NotFound
+from memory.policy.secrets import refuse_secrets
 from memory.scope import WRITE, Scope
 from memory.threads.errors import PreconditionFailed, PreconditionRequired
 from memory.threads.models import Checkpoint, Thread, ToolCall
-from memory.threads.services.common import refuse_secrets, request_hash, require
+from memory.threads.services.common import request_hash
 
 _ETAG = re.compile(r'^(?:W/)?"?(\d{1,9})"?$')
 
@@ -68,7 +69,8 @@ def _failed(current: Checkpoint | None, expected: int) -> PreconditionFailed:
 def checkpoint_put(*, scope: Scope, workflow_id: str, state: CheckpointState, if_match: str | None = None,
                    if_none_match: str | None = None) -> tuple[Checkpoint, bool]:
     """Write the workflow's checkpoint if the precondition holds. Returns (checkpoint, created)."""
-    require(scope, WRITE)
+    scope.require(WRITE)
+    scope.require_threads()
     expected = expected_version(if_match=if_match, if_none_match=if_none_match)
     refuse_secrets(asdict(state))
     thread = None
@@ -111,7 +113,8 @@ def checkpoint_put(*, scope: Scope, workflow_id: str, state: CheckpointState, if
 def tool_call_record(*, scope: Scope, workflow_id: str, idempotency_key: str, tool: str,
                      arguments: dict[str, Any]) -> tuple[ToolCall, bool]:
     """Record a side-effecting call *before* the effect. The same key and body returns the record."""
-    require(scope, WRITE)
+    scope.require(WRITE)
+    scope.require_threads()
     refuse_secrets({"idempotency_key": idempotency_key, "tool": tool, "arguments": arguments})
     digest = request_hash({"tool": tool, "arguments": arguments})
     try:
@@ -138,7 +141,8 @@ def tool_call_record(*, scope: Scope, workflow_id: str, idempotency_key: str, to
 def tool_call_complete(*, scope: Scope, workflow_id: str, idempotency_key: str, status: str,
                        outcome: Any) -> tuple[ToolCall, bool]:
     """Record the verified outcome once. Repeating the same outcome is a no-op; a different one is 409."""
-    require(scope, WRITE)
+    scope.require(WRITE)
+    scope.require_threads()
     if status not in (ToolCall.Status.SUCCEEDED, ToolCall.Status.FAILED):
         raise InvalidInput("status is succeeded or failed.", code="invalid_status")
     refuse_secrets({"outcome": outcome})

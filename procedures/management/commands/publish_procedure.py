@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.errors import EngramError
-from memory.models import Tenant
+from memory.management import tenant_by_slug
 from procedures.services import procedure_publish
 
 
@@ -33,9 +33,7 @@ class Command(BaseCommand):
         parser.add_argument("--summary", default="", help="Change summary for the history.")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        tenant = Tenant.objects.filter(slug=options["tenant"]).first()
-        if tenant is None:
-            raise CommandError(f"No tenant '{options['tenant']}'.")
+        tenant = tenant_by_slug(options["tenant"])
         reviewer = get_user_model().objects.filter(username=options["reviewer"]).first()
         if reviewer is None:
             raise CommandError(f"No user '{options['reviewer']}'.")

@@ -1,0 +1,18 @@
+"""django-q2 entry points of the records area: ids in, one service call, safe to run twice."""
+
+from __future__ import annotations
+
+
+def embed_records(record_ids: list[str]) -> int:
+    """Fill the derived embedding of records (only rows still without one)."""
+    from memory.retrieval.embedding import embed_record_ids
+
+    return embed_record_ids(record_ids)
+
+
+def embed_pending(limit: int = 20_000) -> int:
+    """Embed active records still without an embedding (a task that could not be queued, or the model was
+    down); the engram.embed_pending schedule runs it every five minutes on the bulk queue."""
+    from memory.retrieval.embedding import embed_record_ids, pending_ids
+
+    return embed_record_ids(pending_ids()[:limit])

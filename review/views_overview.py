@@ -1,0 +1,103 @@
+"""/review/overview/: the operator's view of the system at a glance, and the pages that explain each figure.
+
+For staff (every tenant) and reviewers (the tenants they review); anyone else gets 403. Plain HTML,
+no script: each figure is one aggregate query (review/overview.py) and links to the page behind it.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+
+from memory.deletion.models import DeletionJob
+from memory.deletion.presenters import job_payload
+from memory.models import Tenant
+from memory.refusals import CODES as REFUSAL_CODES
+from review import overview
+from review.access import operator_tenants
+
+
+def _tenants(request: HttpRequest) -> tuple[list[Tenant], list[Tenant]]:
+    """The operator's tenants, and those narrowed by ?tenant=<slug> (404 for a tenant that is not theirs)."""
+    tenants = operator_tenants(request.user)
+    wanted = request.GET.get("tenant", "")
+    if not wanted:
+        return tenants, tenants
+    chosen = [t for t in tenants if t.slug == wanted]
+    if not chosen:
+        raise Http404("No such tenant.")
+    return tenants, chosen
+
+
+def _reviewed(request: HttpRequest) -> set[int]:
+    return set(Tenant.objects.filter(reviewers=request.user.pk).values_list("pk", flat=True))
+
+
+@login_required
+def overview_home(request: HttpRequest) -> HttpResponse:
+    all_tenants, tenants = _tenants(request)
+    figures = overview.tenant_figures([t.pk for t in tenants])
+    reviewed = _reviewed(request)
+    rows = [{"tenant": t, "f": figures[t.pk], "reviewed": t.pk in reviewed,
+             "oldest_pending_deletion": (figures[t.pk].deletions.get("pending") or overview.Figure()).oldest}
+            for t in tenants]
+    return render(request, "review/overview/index.html", {
+        "rows": rows, "worker": overview.worker_health(), "refusal_codes": REFUSAL_CODES,
+        "deletion_statuses": DeletionJob.Status.values, "all_tenants": all_tenants,
+        "tenant": request.GET.get("tenant", ""),
+    })
+
+
+@login_required
+def overview_deletions(request: HttpRequest) -> HttpResponse:
+    tenants = _tenants(request)[1]
+    status = request.GET.get("status", "")
+    if status and status not in DeletionJob.Status.values:
+        status = ""
+    jobs = overview.deletion_jobs([t.pk for t in tenants], status=status)
+    return render(request, "review/overview/deletions.html", {
+        "jobs": jobs, "status": status, "statuses": DeletionJob.Status.values, "tenant": request.GET.get("tenant", "")})
+
+
+@login_required
+def overview_deletion(request: HttpRequest, deletion_id: str) -> HttpResponse:
+    tenants = operator_tenants(request.user)
+    job = (DeletionJob.objects.filter(pk=deletion_id, tenant__in=tenants).select_related("tenant")
+           .prefetch_related("steps").first())
+    if job is None:
+        raise Http404("No such deletion.")
+    return render(request, "review/overview/deletion.html", {
+        "job": job_payload(job), "tenant": job.tenant, "requested_by": job.requested_by, "finished": True,
+        "poll_url": reverse("overview-deletion", args=[job.pk])})
+
+
+@login_required
+def overview_refusals(request: HttpRequest) -> HttpResponse:
+    tenants = _tenants(request)[1]
+    code = request.GET.get("code", "")
+    return render(request, "review/overview/refusals.html", {
+        "rows": overview.refusals([t.pk for t in tenants], code=code), "code": code if code in REFUSAL_CODES else "",
+        "codes": REFUSAL_CODES, "tenant": request.GET.get("tenant", "")})
+
+
+@login_required
+def overview_embeddings(request: HttpRequest) -> HttpResponse:
+    tenants = _tenants(request)[1]
+    return render(request, "review/overview/embeddings.html", {
+        "rows": overview.embeddings_by_class([t.pk for t in tenants]), "worker": overview.worker_health()})
+
+
+@login_required
+def overview_worker(request: HttpRequest) -> HttpResponse:
+    operator_tenants(request.user)
+    return render(request, "review/overview/worker.html", {
+        "worker": overview.worker_health(), "failures": overview.failures_by_task()})
+
+
+@login_required
+def overview_retrievals(request: HttpRequest) -> HttpResponse:
+    tenants = _tenants(request)[1]
+    return render(request, "review/overview/retrievals.html", {
+        "rows": overview.retrievals_by_hour([t.pk for t in tenants]), "tenant": request.GET.get("tenant", "")})
