@@ -24,7 +24,7 @@ from tests.conftest import memory_body
 
 pytestmark = pytest.mark.django_db
 
-EXAMPLES = int(os.environ.get("ENGRAM_FUZZ_EXAMPLES", "20"))
+EXAMPLES = int(os.environ.get("ENGRAM_FUZZ_EXAMPLES", "15"))
 METHODS = ("get", "post", "put", "patch", "delete")
 SKIPPED = {"api/v1/schema"}  # static document, covered by the schemathesis test
 
