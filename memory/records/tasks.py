@@ -10,6 +10,13 @@ def embed_records(record_ids: list[str]) -> int:
     return embed_record_ids(record_ids)
 
 
+def derive_context(record_ids: list[str]) -> int:
+    """Derive the context windows of episodic records and of their neighbours (retrieval owns the logic)."""
+    from memory.retrieval.context import refresh_context
+
+    return refresh_context(record_ids)
+
+
 def embed_pending(limit: int = 20_000) -> int:
     """Embed active records still without an embedding (a task that could not be queued, or the model was
     down); the engram.embed_pending schedule runs it every five minutes on the bulk queue."""
