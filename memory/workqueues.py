@@ -4,9 +4,10 @@
 ``memory.queues.QUEUES``. On a machine of its own, one queue is ``Q_CLUSTER_NAME=urgent manage.py qcluster``;
 the per-process settings below are applied when each worker process starts, however it was launched.
 
-Why per queue: the embedding model runs multi-threaded torch. Two processes that each use every core only
-slow each other down, so the bulk worker gets every core at a lower CPU priority (web requests and deletions
-come first) and every other process — the urgent and interactive workers, each web worker — one thread.
+Why per queue: the embedding model runs multi-threaded (ONNX Runtime, or torch). Two processes that each use
+every core only slow each other down, so the bulk worker gets every core at a lower CPU priority (web requests
+and deletions come first) and every other process — the urgent and interactive workers, each web worker — one
+thread (ENGRAM_EMBED_THREADS, OMP_NUM_THREADS, set per process).
 """
 
 from __future__ import annotations
@@ -34,8 +35,10 @@ def embed_threads(queue: str) -> int:
 
 
 def thread_env(threads: int) -> dict[str, str]:
-    """Read by torch, OpenMP and BLAS when they load: set before the process imports any of them."""
-    return {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), "TOKENIZERS_PARALLELISM": "false"}
+    """Read by the ONNX embedder's batch session, torch, OpenMP and BLAS when they load: set before the process
+    imports any of them."""
+    return {"ENGRAM_EMBED_THREADS": str(threads), "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
+            "TOKENIZERS_PARALLELISM": "false"}
 
 
 def on_worker_spawn(sender: Any, proc_name: str = "", **kwargs: Any) -> None:
@@ -47,23 +50,27 @@ def on_worker_spawn(sender: Any, proc_name: str = "", **kwargs: Any) -> None:
         os.nice(settings.ENGRAM_Q_BULK_NICE)
     threads = embed_threads(queue)
     os.environ.update(thread_env(threads))
-    warm_up(f"worker {proc_name} ({queue})", threads)
+    warm_up(f"worker {proc_name} ({queue})", threads, batches=True)
 
 
-def warm_up(who: str, threads: int) -> None:
-    """Set the model's threads and load it (and the tokenizer) now, before the first task or request: the
-    first deletion's verification or the first retrieve would otherwise pay ~8 s of torch import."""
+def warm_up(who: str, threads: int, *, batches: bool = False) -> None:
+    """Load the model (and its tokenizer) now, before the first task or request: the first deletion's
+    verification or the first retrieve would otherwise pay the model's load (~8 s when it is torch).
+    ``batches`` also prepares the multi-threaded path a worker embeds batches with."""
     if not settings.ENGRAM_WARMUP:
         return
+    from memory.embedder import get_embedder
+
     try:
-        import torch
-
-        torch.set_num_threads(threads)
-        from memory.embedder import get_embedder
-
         embedder = get_embedder()
         embedder.embed(["warm up"])
+        if batches:
+            embedder.embed(["warm up", "batches too"])
         embedder.count_tokens("warm up")
+        if getattr(getattr(embedder, "runtime", None), "runtime", "") == "torch":
+            import torch
+
+            torch.set_num_threads(threads)
     except Exception:  # noqa: BLE001 - without its model a process still answers (lexical retrieval)
         logger.warning("%s could not load the embedding model", who, exc_info=True)
 
