@@ -87,7 +87,9 @@ def client_loop(index: int, port: int, key: str, tokens: dict[str, str], threads
         return payload
 
     def item(subject: str, n: int) -> dict[str, Any]:
-        words = " ".join(rng.sample(WORDS, 3))
+        # Unique words per record: a deletion's verification rightly fails while another live record of the
+        # subject still says the very same thing.
+        words = f"{' '.join(rng.sample(WORDS, 3))} {index}-{n}"
         field = f"f_{index}_{n}"
         return {"namespace": ["user", "soak"], "kind": "note", "fact": {"field": field, "value": words},
                 "text": f"Mentioned {words}", "source": {"type": "explicit_user_statement",
