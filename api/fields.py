@@ -8,7 +8,8 @@ from typing import Any
 from django.conf import settings
 from rest_framework import serializers
 
-from memory.errors import ScopeMismatch
+from api.json_values import item_problem_of
+from memory.errors import InvalidInput, ScopeMismatch
 from memory.namespaces import NAME, InvalidNamespace, to_path
 from memory.scope import Scope
 
@@ -49,6 +50,24 @@ def check_json_value(value: Any) -> Any:
     if len(json.dumps(value, default=str)) > MAX_VALUE_BYTES:
         raise serializers.ValidationError(f"The value is larger than {MAX_VALUE_BYTES} bytes.")
     return value
+
+
+def item_problem(item: Any) -> InvalidInput | None:
+    """A batch item's JSON problem (NUL, lone surrogate, out-of-range number, too deep) as its error.
+
+    The body parser skips the items of ``per_item_fields`` so that a batch endpoint can answer one bad
+    item with this error and still write the others."""
+    problem = item_problem_of(item)
+    return None if problem is None else InvalidInput(problem.sentence(), code=problem.code)
+
+
+# Query and path integers (offsets, sequence numbers, versions) fit PostgreSQL's integer column type;
+# an unbounded IntegerField lets 2**63 through to an OFFSET or a comparison that overflows.
+MAX_QUERY_INT = 2**31 - 1
+
+
+def integer(*, max_value: int = MAX_QUERY_INT, **kwargs: Any) -> serializers.IntegerField:
+    return serializers.IntegerField(max_value=max_value, **kwargs)
 
 
 class StrictSerializer(serializers.Serializer):

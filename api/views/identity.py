@@ -9,7 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.authentication import principal_of
-from api.fields import NamespaceField, StrictSerializer
+from api.fields import NamespaceField, StrictSerializer, integer
 from api.permissions import HasAgentKey
 from memory.identity.services import principal_token_mint, principal_token_verify
 
@@ -19,7 +19,7 @@ class PrincipalTokenCreateApi(APIView):
 
     class InputSerializer(StrictSerializer):
         subject_id = serializers.CharField(max_length=128)
-        ttl = serializers.IntegerField(required=False, min_value=1)
+        ttl = integer(required=False, min_value=1)
         namespaces = serializers.ListField(child=NamespaceField(), required=False, allow_empty=False)
 
     def post(self, request: Request) -> Response:
@@ -46,9 +46,25 @@ def worker_status() -> str:
         return "down"
 
 
+def queue_depths() -> dict[str, dict[str, int]]:
+    """Tasks waiting and tasks claimed by a worker, per queue (memory.queues.QUEUES)."""
+    from django.db.models import Count, Q
+    from django.utils import timezone
+    from django_q.models import OrmQ
+
+    from memory.queues import QUEUES
+
+    now = timezone.now()
+    rows = {r["key"]: r for r in OrmQ.objects.values("key").annotate(
+        queued=Count("id", filter=Q(lock__lte=now)), running=Count("id", filter=Q(lock__gt=now)))}
+    return {q: {"queued": rows.get(q, {}).get("queued", 0), "running": rows.get(q, {}).get("running", 0)}
+            for q in QUEUES}
+
+
 class HealthApi(APIView):
     authentication_classes: list = []
     permission_classes: list = []
+    throttle_classes: list = []  # load balancers poll it
 
     def get(self, request: Request) -> Response:
         try:
@@ -64,4 +80,5 @@ class HealthApi(APIView):
 
             body["embeddings_pending"] = MemoryRecord.objects.filter(
                 embedding__isnull=True, memory_class__embed=True, status="active").count()
+            body["queues"] = queue_depths()
         return Response(body, status=200 if database == "ok" else 503)

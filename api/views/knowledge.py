@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 
 from api.authentication import scope_of
 from api.exceptions import _sentence
-from api.fields import NameField, StrictSerializer, check_json_value
+from api.fields import NameField, StrictSerializer, check_json_value, item_problem
 from api.paging import PageIn, page_body, window
 from memory.errors import EngramError, InvalidInput
 from memory.knowledge.deletion import deletion_payload, document_delete
@@ -108,6 +108,8 @@ class DocumentListCreateApi(APIView):
 
 
 class DocumentBatchApi(APIView):
+    per_item_fields = ("documents",)  # the body parser leaves these to the loop below: one error per bad item
+
     class BatchIn(StrictSerializer):
         documents = serializers.ListField(child=serializers.JSONField(), min_length=1, max_length=MAX_BATCH)
 
@@ -116,6 +118,10 @@ class DocumentBatchApi(APIView):
         batch.is_valid(raise_exception=True)
         items: list[DocumentInput | EngramError] = []
         for raw in batch.validated_data["documents"]:
+            problem = item_problem(raw)
+            if problem is not None:
+                items.append(problem)
+                continue
             item = DocumentIn(data=raw)
             items.append(_input(item.validated_data) if item.is_valid()
                          else InvalidInput(_sentence(item.errors)))

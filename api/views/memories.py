@@ -18,6 +18,7 @@ from api.fields import (
     StrictSerializer,
     check_body_scope,
     check_json_value,
+    item_problem,
     text_field,
 )
 from api.paging import PageIn, page_body, window
@@ -244,6 +245,8 @@ def _valid(serializer_class: type[serializers.Serializer], data: Any) -> dict[st
 class MemoryBatchApi(APIView):
     """POST /memories/batch: up to 500 explicit statements or outcomes, one result per item."""
 
+    per_item_fields = ("items",)  # the body parser leaves these to BatchItemParser: one error per bad item
+
     class InputSerializer(StrictSerializer):
         items = serializers.ListField(child=serializers.DictField(), allow_empty=False)
         # "worker" (default): embeddings are filled behind by the worker, the call returns at once.
@@ -287,6 +290,9 @@ class BatchItemParser:
         given = item.get("source")
         source: dict[str, Any] = given if isinstance(given, dict) else {}
         is_outcome = "reference" in item or source.get("type") in OUTCOME_SOURCE_TYPES
+        problem = item_problem(item)
+        if problem is not None:
+            return problem
         try:
             check_body_scope(item, self.scope)
             data = (self.outcome if is_outcome else self.statement).run_validation(item)

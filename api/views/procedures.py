@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.authentication import principal_of, scope_of
-from api.fields import StrictSerializer, check_body_scope
+from api.fields import StrictSerializer, check_body_scope, integer
 from api.permissions import HasAgentKey, HasPrincipal
 from memory.errors import Forbidden
 from procedures.models import ChangeProposal, ProcedureVersion
@@ -101,7 +101,7 @@ class ProposalListCreateApi(_ReadOnly):
         subject_id = serializers.CharField(max_length=128, required=False)
         body = serializers.CharField(max_length=MAX_BODY_CHARS, trim_whitespace=False)
         rationale = serializers.CharField(max_length=4000, required=False, default="")
-        base_version = serializers.IntegerField(min_value=1, required=False,
+        base_version = integer(min_value=1, required=False,
                                                 help_text="The version this change is written against "
                                                           "(default: the current one).")
         source_event_ids = serializers.ListField(child=serializers.CharField(max_length=128), max_length=50,

@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 from api.authentication import scope_of
 from api.fields import NameField, NamespaceField, StrictSerializer, check_body_scope
 from memory.models import MemoryType
+from memory.policy.secrets import refuse_secrets
 from memory.records.presenters import record_payload
 from memory.retrieval.pipeline import DEFAULT_BUDGET_TOKENS, DEFAULT_LIMIT, MAX_LIMIT, RetrieveRequest, memory_retrieve
 from memory.retrieval.selectors import FactConflict, fact_get, retrieval_log_get
@@ -37,6 +38,9 @@ class RetrieveApi(APIView):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         d = serializer.validated_data
+        # The query and filters are kept in the retrieval log (and shown in exports): a secret in them is
+        # refused like a secret in a write, and stored nowhere.
+        refuse_secrets({"query": d["query"], "filters": d.get("filters") or {}})
         result = memory_retrieve(scope=scope, request=RetrieveRequest(
             query=d["query"], namespaces=d.get("namespaces"), kinds=d.get("kinds"), types=d.get("types"),
             filters=d.get("filters") or {}, budget_tokens=d["budget_tokens"], limit=d["limit"],

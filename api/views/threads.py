@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.authentication import scope_of
-from api.fields import StrictSerializer, check_body_scope, check_json_value, text_field
+from api.fields import StrictSerializer, check_body_scope, check_json_value, integer, text_field
 from api.paging import PageIn, page_body
 from memory.errors import InvalidInput
 from memory.scope import Scope
@@ -228,13 +228,13 @@ class ThreadEventsApi(APIView):
             return attrs
 
     class FilterSerializer(serializers.Serializer):
-        after = serializers.IntegerField(min_value=0, default=0, help_text="Only events with a larger seq.")
-        before = serializers.IntegerField(min_value=1, required=False, help_text="Only events with a smaller seq.")
-        limit = serializers.IntegerField(min_value=1, max_value=MAX_EVENTS_PAGE, default=100,
-                                         help_text="Page size, oldest first from 'after'.")
-        tail = serializers.IntegerField(min_value=1, max_value=MAX_EVENTS_PAGE, required=False,
-                                        help_text="The last N events (of those matching), still oldest first; "
-                                                  "'next_before' pages further back.")
+        after = integer(min_value=0, default=0, help_text="Only events with a larger seq.")
+        before = integer(min_value=1, required=False, help_text="Only events with a smaller seq.")
+        limit = integer(min_value=1, max_value=MAX_EVENTS_PAGE, default=100,
+                        help_text="Page size, oldest first from 'after'.")
+        tail = integer(min_value=1, max_value=MAX_EVENTS_PAGE, required=False,
+                       help_text="The last N events (of those matching), still oldest first; "
+                                 "'next_before' pages further back.")
         status = serializers.ChoiceField(choices=ThreadEvent.Status.choices, required=False,
                                          help_text="'recorded' leaves out deleted (blanked) events.")
 
@@ -332,8 +332,8 @@ class ThreadSummariesApi(APIView):
     class InputSerializer(StrictSerializer):
         subject_id = serializers.CharField(max_length=128, required=False)
         text = text_field()
-        from_seq = serializers.IntegerField(min_value=1)
-        to_seq = serializers.IntegerField(min_value=1)
+        from_seq = integer(min_value=1)
+        to_seq = integer(min_value=1)
         unresolved = serializers.ListField(child=serializers.JSONField(), required=False, default=list,
                                            max_length=100, validators=[check_json_value])
         referenced_event_ids = serializers.ListField(child=serializers.CharField(max_length=40), required=False,
@@ -358,8 +358,8 @@ class ThreadSummariesApi(APIView):
 class ThreadSummarizeApi(APIView):
     class InputSerializer(StrictSerializer):
         subject_id = serializers.CharField(max_length=128, required=False)
-        from_seq = serializers.IntegerField(min_value=1, required=False)
-        to_seq = serializers.IntegerField(min_value=1, required=False)
+        from_seq = integer(min_value=1, required=False)
+        to_seq = integer(min_value=1, required=False)
 
     def post(self, request: Request, thread_id: str) -> Response:
         data = _validated(self.InputSerializer, request)

@@ -25,7 +25,6 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from django_q.tasks import async_task
 
 from memory import locks
 from memory.audit import audit
@@ -35,6 +34,7 @@ from memory.deletion.models import DeletionJob, DeletionStep
 from memory.embedder import get_embedder
 from memory.errors import NotFound
 from memory.models import Candidate, Event, MemoryRecord, RecordStatus, Subject, Tombstone
+from memory.queues import URGENT, enqueue
 from memory.records.selectors import supersession_chain
 from memory.scope import WRITE, Scope
 from memory.tombstones import content_hash_for, event_hash, subject_hash
@@ -174,7 +174,7 @@ def _summaries_leave_retrieval(*, scope: Scope, plan: _Plan, whole_subject: bool
 
 
 def _enqueue(job_id: str) -> None:
-    transaction.on_commit(lambda: async_task("memory.deletion.tasks.run_deletion", job_id))
+    transaction.on_commit(lambda: enqueue("memory.deletion.tasks.run_deletion", job_id, queue=URGENT))
 
 
 def _requeue_if_failed(job: DeletionJob) -> DeletionJob:

@@ -16,7 +16,6 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
-from django_q.tasks import async_task
 
 from memory.audit import audit
 from memory.content import seal_candidate, unseal
@@ -25,6 +24,7 @@ from memory.errors import InvalidInput, NotFound
 from memory.ids import new_event_id
 from memory.models import Candidate, Event, MemoryRecord, RecordStatus, SourceType
 from memory.normalise import fact_hash, payload_hash
+from memory.queues import INTERACTIVE, enqueue
 from memory.records.gate import (
     MAX_BATCH,
     ItemResult,
@@ -209,5 +209,6 @@ def candidate_submit(*, scope: Scope, item: RecordInput, evidence: list[dict[str
     )
     audit(actor=scope.actor, action="candidate.submit", object_type="candidate", object_id=candidate.pk,
           tenant_id=scope.tenant_id, subject_id=scope.subject_id, data={"event_id": event.pk})
-    transaction.on_commit(lambda: async_task("memory.consolidation.tasks.consolidate_candidate", candidate.pk))
+    transaction.on_commit(lambda: enqueue("memory.consolidation.tasks.consolidate_candidate", candidate.pk,
+                                          queue=INTERACTIVE))
     return CandidateResult(candidate=candidate, created=True)
