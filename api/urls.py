@@ -1,7 +1,7 @@
 """/api/v1/. Each area keeps its own url module so the areas can grow independently."""
 
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from api.views import identity, memories
 
@@ -24,5 +24,11 @@ urlpatterns = [
     path("memories/<str:memory_id>/correct", memories.MemoryCorrectApi.as_view(), name="memory-correct"),
     path("outcomes", memories.OutcomeCreateApi.as_view(), name="outcomes"),
     path("candidates", memories.CandidateCreateApi.as_view(), name="candidates"),
+    # The contract, public like the health check: the OpenAPI document, and two readers of it served from
+    # this host (drf-spectacular-sidecar's files; no request leaves it).
     path("schema", SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[]), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema", authentication_classes=[],
+                                                 permission_classes=[]), name="docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="api:schema", template_name="api/redoc.html",
+                                                authentication_classes=[], permission_classes=[]), name="redoc"),
 ]
