@@ -122,6 +122,10 @@ ERROR_BODIES: dict[str, type[ErrorOut]] = {"precondition_failed": PreconditionFa
                                            "secret_detected": SecretDetectedOut}
 
 
+# What the examples of error answers with a larger body show besides code and detail.
+EXAMPLE_EXTRAS: dict[str, dict[str, Any]] = {"precondition_failed": {"current_version": 4}, "conflict": {"records": []}}
+
+
 def errors(*codes: str, bodies: dict[int, Any] | None = None) -> dict[int, OpenApiResponse]:
     """The error responses of an operation from the codes it can give: one response per status, its
     description listing each code, and one example per code (what Swagger UI shows)."""
@@ -134,15 +138,16 @@ def errors(*codes: str, bodies: dict[int, Any] | None = None) -> dict[int, OpenA
         out[status] = OpenApiResponse(
             body,
             description="\n".join(f"- `{c}`: {ERROR_CODES[c][1]}" for c in names),
-            examples=[OpenApiExample(c, value={"code": c, "detail": ERROR_CODES[c][1]}, status_codes=[status],
-                                     response_only=True) for c in names],
+            examples=[OpenApiExample(c, value={"code": c, "detail": ERROR_CODES[c][1], **EXAMPLE_EXTRAS.get(c, {})},
+                                     status_codes=[status], response_only=True) for c in names],
         )
     return out
 
 
 def documented_codes(response: dict[str, Any]) -> set[str]:
-    """The codes an error response of the generated schema documents (the names of its examples)."""
-    return set(response.get("content", {}).get("application/json", {}).get("examples", {}))
+    """The codes an error response of the generated schema documents (one example each)."""
+    examples = response.get("content", {}).get("application/json", {}).get("examples", {})
+    return {example["value"]["code"] for example in examples.values()}
 
 
 IDEMPOTENCY_KEY = OpenApiParameter(

@@ -14,8 +14,10 @@ class ReferenceOut(serializers.Serializer):
 
 
 class FactOut(serializers.Serializer):
-    field = serializers.CharField()
-    value = serializers.JSONField(allow_null=True)
+    """The fact; empty (`{}`) once the record is deleted: its content is gone."""
+
+    field = serializers.CharField(required=False)
+    value = serializers.JSONField(required=False, allow_null=True)
 
 
 class SourceOut(serializers.Serializer):

@@ -8,6 +8,8 @@ from typing import Any
 from django.http import HttpResponse
 from django.urls import reverse
 from drf_spectacular.drainage import set_override
+from drf_spectacular.extensions import OpenApiSerializerExtension
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
@@ -81,6 +83,22 @@ class ExportOut(serializers.Serializer):
     checkpoints = serializers.ListField(child=serializers.DictField())
     tool_calls = serializers.ListField(child=serializers.DictField(), required=False)
     retrieval_logs = serializers.ListField(child=serializers.DictField())
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        # A section named by its table's label, not a Python name.
+        return {**super().get_fields(), "memory.conflict": serializers.ListField(
+            child=serializers.DictField(), required=False, help_text="Open and resolved conflicts about the subject.")}
+
+
+class ExportSections(OpenApiSerializerExtension):
+    """Any other table that holds rows about a subject is exported as its own section (`<app>.<model>`)."""
+
+    target_class = ExportOut
+
+    def map_serializer(self, auto_schema: AutoSchema, direction: Any) -> dict[str, Any]:
+        schema = auto_schema._map_basic_serializer(self.target, direction)
+        schema["additionalProperties"] = {"type": "array", "items": {"type": "object", "additionalProperties": {}}}
+        return schema
 
 
 def accepted(job: DeletionJob) -> Response:

@@ -157,7 +157,7 @@ class ProposalListCreateApi(_ReadOnly):
     class ProposalIn(StrictSerializer):
         subject_id = serializers.CharField(max_length=128, required=False)
         body = serializers.CharField(max_length=MAX_BODY_CHARS, trim_whitespace=False)
-        rationale = serializers.CharField(max_length=4000, required=False, default="")
+        rationale = serializers.CharField(max_length=4000, required=False, help_text="Why the change is needed.")
         base_version = serializers.IntegerField(min_value=1, required=False,
                                                 help_text="The version this change is written against "
                                                           "(default: the current one).")
@@ -178,7 +178,7 @@ class ProposalListCreateApi(_ReadOnly):
         data.is_valid(raise_exception=True)
         d = data.validated_data
         proposal = proposal_create(procedure=visible_procedure(scope=scope, name=name), body=d["body"], scope=scope,
-                                   rationale=d["rationale"], base_number=d.get("base_version"),
+                                   rationale=d.get("rationale", ""), base_number=d.get("base_version"),
                                    source_event_ids=d["source_event_ids"])
         return Response(proposal_payload(proposal), status=status.HTTP_201_CREATED)
 

@@ -277,7 +277,7 @@ class ThreadEventsApi(APIView):
     class InputSerializer(StrictSerializer):
         subject_id = serializers.CharField(max_length=128, required=False)
         kind = serializers.ChoiceField(choices=EventKind.choices)
-        role = serializers.ChoiceField(choices=ROLES, required=False, default="")
+        role = serializers.ChoiceField(choices=ROLES, required=False)  # none: ""
         text = text_field(required=False, allow_blank=True, default="")
         data = serializers.JSONField(required=False, default=dict, validators=[_dict])  # type: ignore[assignment]
         corrects = serializers.CharField(max_length=40, required=False, allow_null=True, default=None,
@@ -317,7 +317,7 @@ class ThreadEventsApi(APIView):
                   OpenApiExample("The appended event", response_only=True, status_codes=[201], value=EVENT_EXAMPLE)])
     def post(self, request: Request, thread_id: str) -> Response:
         data = _validated(self.InputSerializer, request)
-        item = EventInput(kind=data["kind"], role=data["role"], text=data["text"], data=data["data"],
+        item = EventInput(kind=data["kind"], role=data.get("role", ""), text=data["text"], data=data["data"],
                           corrects=data["corrects"])
         result = thread_event_append(scope=scope_of(request), thread_id=thread_id, item=item,
                                      idempotency_key=_key(request.headers.get("Idempotency-Key"), "Idempotency-Key"))
