@@ -4,7 +4,7 @@ error code, the two credentials, the request headers several operations take, an
 Each view documents its own operation with ``@extend_schema`` and names the error codes it can give
 (``errors(...)``); the codes come from what the view, its services and the authentication raise, so a
 client generator or a person reading /api/v1/docs/ learns every answer an operation may give.
-tests/api/test_openapi_conformance.py calls the operations and checks each answer against this.
+tests/gate/test_openapi_conformance.py calls the operations and checks each answer against this.
 """
 
 from __future__ import annotations

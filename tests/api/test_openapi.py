@@ -1,7 +1,7 @@
 """The published contract is complete: GET /api/v1/schema is valid OpenAPI 3, generated without a warning,
 and it documents every route and method of the URL configuration (except the refusal routes and the
 docs pages themselves) with its request body, a 2xx response schema, its credentials and the error
-responses every caller can meet. Whether real answers match it: test_openapi_conformance.py.
+responses every caller can meet. Whether real answers match it: tests/gate/test_openapi_conformance.py.
 """
 
 from __future__ import annotations

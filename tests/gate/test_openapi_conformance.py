@@ -1,10 +1,10 @@
 """Real answers of real calls are answers the contract documents (tests/api/contract.py says what that means:
 status documented, body valid against its closed schema, headers present, error code listed).
 
-Every route of the URL configuration is called the way the scope matrix calls it (tests/gate/), on the
-same ``world``: with a key holding every scope (each operation's happy path), with each single scope,
-with a namespace-restricted grant, without or with broken credentials, with unknown ids and with
-bodies that are not valid; then a table of the specific refusals each area gives (conflicts,
+Every route of the URL configuration is called the way the scope matrix calls it, on the same
+``world``: with a key holding every scope (each operation's happy path), with each single scope, with
+a namespace-restricted grant, without or with broken credentials, with unknown ids and with bodies
+that are not valid; then a table of the specific refusals each area gives (conflicts,
 preconditions, secrets, policy, an unreachable summarizer). Each pass also asserts the statuses it
 set out to provoke, so a pass cannot quietly test nothing.
 """
@@ -18,7 +18,6 @@ import pytest
 
 from tests.api.contract import Contract
 from tests.conftest import memory_body
-from tests.gate.conftest import world  # noqa: F401 - the scope matrix's world, shared
 from tests.gate.routes import api_routes, call, call_every_route
 from tests.gate.test_namespace_grants import outside_requests
 from tests.gate.test_scope_matrix import requests, url_values
