@@ -199,6 +199,7 @@ def test_the_docs_pages_are_public_and_load_nothing_from_elsewhere(client):
         page = response.content.decode()
 
         assert response.status_code == 200 and response["Content-Type"].startswith("text/html")
+        assert "default-src 'self'" in response["Content-Security-Policy"]
         assert "/api/v1/schema" in page
         assert re.findall(r"""(?:src|href)=["']?(https?:)?//""", page) == [], url
         assert "googleapis" not in page and "cdn." not in page
