@@ -69,6 +69,15 @@ def check_json_value(value: Any) -> Any:
     return value
 
 
+# Query and path integers (offsets, sequence numbers, versions) fit PostgreSQL's integer column type;
+# an unbounded IntegerField lets 2**63 through to an OFFSET or a comparison that overflows.
+MAX_QUERY_INT = 2**31 - 1
+
+
+def integer(*, max_value: int = MAX_QUERY_INT, **kwargs: Any) -> serializers.IntegerField:
+    return serializers.IntegerField(max_value=max_value, **kwargs)
+
+
 class StrictSerializer(serializers.Serializer):
     """Refuses fields it does not know, so a typo or a server-owned field is an error, not a no-op."""
 

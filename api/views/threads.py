@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.authentication import scope_of
-from api.fields import StrictSerializer, check_body_scope, check_json_value, text_field
+from api.fields import StrictSerializer, check_body_scope, check_json_value, integer, text_field
 from api.openapi import AGENT, BODY, ETAG, IDEMPOTENCY_KEY, IF_MATCH, IF_NONE_MATCH, Tags, errors
 from api.paging import PageIn, page_body
 from memory.errors import InvalidInput
@@ -290,7 +290,7 @@ class ThreadEventsApi(APIView):
             return attrs
 
     class FilterSerializer(serializers.Serializer):
-        after = serializers.IntegerField(min_value=0, default=0, help_text="Events with a seq above this.")
+        after = integer(min_value=0, default=0, help_text="Events with a seq above this.")
         limit = serializers.IntegerField(min_value=1, max_value=500, default=100)
 
     @extend_schema(operation_id="thread_events_list", tags=[Tags.THREADS], summary="Read a thread's events",
