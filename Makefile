@@ -17,7 +17,7 @@ STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 AXE_VERSION := 4.14.1
 AXE := var/node/node_modules/axe-core/axe.min.js
 
-.PHONY: install chromium db run test test-fast lint bench bench-me evaluate db-stop clean
+.PHONY: install chromium db run test test-fast lint bench bench-me bench-locomo bench-sizes evaluate db-stop clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -33,7 +33,13 @@ $(STAMP): pyproject.toml | $(PY)
 $(AXE):
 	npm install --prefix var/node --no-audit --no-fund axe-core@$(AXE_VERSION)
 
-install: $(STAMP) $(AXE)
+# The embedder's ONNX graph, exported offline from the installed weights (memory/embedder_onnx.py).
+ONNX := var/models/.exported-$(shell sha1sum memory/embedder_onnx.py | cut -c1-12)
+$(ONNX): $(STAMP) memory/embedder_onnx.py
+	$(PY) -m memory.embedder_onnx
+	mkdir -p var/models && rm -f var/models/.exported-* && touch $@
+
+install: $(STAMP) $(AXE) $(ONNX)
 
 # Browser tests drive Debian's Chromium; Playwright cannot download browsers here.
 chromium:
@@ -62,6 +68,14 @@ bench: db
 
 bench-me: db
 	$(PY) bench/me_page.py
+
+# Retrieval quality and latency on LoCoMo through HTTP (reads ../shared/datasets/locomo/; skips if absent).
+bench-locomo: db
+	$(PY) bench/locomo.py $(ARGS)
+
+# Retrieve against one subject of 1,000, 10,000 and 100,000 records (its own database).
+bench-sizes: db
+	$(PY) bench/retrieval.py --profile sizes $(ARGS)
 
 evaluate: db
 	$(PY) manage.py evaluate

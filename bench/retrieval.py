@@ -88,8 +88,10 @@ def trip(rng: random.Random, n: int) -> tuple[str, str, str, str, str, str]:
 
 def parse() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--profile", choices=["memory", "knowledge"], default="memory",
-                   help="memory: records, facts and bulk writes (default); knowledge: chunks and mixed retrieval")
+    p.add_argument("--profile", choices=["memory", "knowledge", "sizes"], default="memory",
+                   help="memory: records, facts and bulk writes (default); knowledge: chunks and mixed retrieval; "
+                        "sizes: retrieve against one subject of each --sizes")
+    p.add_argument("--sizes", default="1000,10000,100000", help="sizes profile: records in the one subject")
     p.add_argument("--records", type=int, default=100_000, help="records loaded for the latency runs")
     p.add_argument("--subjects", type=int, default=1_000)
     p.add_argument("--queries", type=int, default=200, help="timed queries per measurement")
@@ -108,7 +110,8 @@ def parse() -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=7)
     args = p.parse_args()
     if args.database is None:
-        args.database = "engram_bench_knowledge" if args.profile == "knowledge" else "engram_bench"
+        args.database = {"knowledge": "engram_bench_knowledge", "sizes": "engram_bench_sizes"}.get(
+            args.profile, "engram_bench")
     return args
 
 
@@ -123,6 +126,28 @@ def reset_database(name: str) -> None:
         conn.execute(f'CREATE DATABASE "{name}"')
 
 
+def open_database(name: str, *, reuse: bool, console: Any) -> None:
+    """Point Django at the benchmark's own database (fresh unless ``reuse``), set it up and migrate it."""
+    os.environ["ENGRAM_DB_NAME"] = name
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    if reuse:
+        from config.embedded_db import ensure_server
+
+        ensure_server(ROOT, database=name)
+    else:
+        console.print(f"[bold]Resetting database {name}[/]")
+        reset_database(name)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    call_command("createcachetable", verbosity=0)
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
@@ -132,6 +157,8 @@ def main() -> None:
     args = parse()
     if args.profile == "knowledge":
         knowledge_profile(args)
+    elif args.profile == "sizes":
+        sizes_profile(args)
     else:
         memory_profile(args)
 
@@ -461,7 +488,7 @@ def run_measurements(args: Any, console: Any, tenant: Any, subjects: list[Any], 
             if not warm:
                 timings["facts_naive"].append((time.perf_counter() - started) * 1000.0)
             # Compared by distance, not id: a subject can hold two rows with the same text (equal distance).
-            leg = legs.semantic(scope, legs.Filters(namespaces=None), vector, 10)
+            leg = legs.semantic_only(scope, legs.Filters(namespaces=None), vector, 10)
             ours = [float(r.distance) for r in leg]
             matched = 0
             for d in naive:  # within 1e-4: the naive query sends the vector as a 7-digit literal
@@ -489,13 +516,17 @@ def start_server(args: Any) -> subprocess.Popen[bytes]:
     server = subprocess.Popen([sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind",
                                f"127.0.0.1:{args.port}", "--workers", "2", "--timeout", "300",
                                "--log-level", "warning"], cwd=ROOT, env=env)
+    wait_for_health(args.port)
+    return server
+
+
+def wait_for_health(port: int) -> None:
     for _ in range(200):
         try:
-            if http_call(args.port, "GET", "/api/v1/health", {})[0] == 200:
-                break
+            if http_call(port, "GET", "/api/v1/health", {})[0] == 200:
+                return
         except OSError:
             time.sleep(0.3)
-    return server
 
 
 def load_average() -> str:
@@ -535,6 +566,137 @@ def report(console: Any, Table: Any, results: dict[str, Any], args: Any) -> None
     console.print(writes)
     console.print(results["quality"])
     write_results(console, "retrieval", results)
+
+
+# --- sizes profile: cost against the size of one subject ---------------------------------------------------------
+
+def sizes_profile(args: argparse.Namespace) -> None:  # noqa: C901 - a linear script, step by step
+    """One subject per size (default 1k, 10k, 100k records of the memory profile's generator), loaded with COPY;
+    then, per subject, ``--queries`` retrieves through HTTP (limit 10, budget 4000, one client) and at the selector,
+    with the server's own stage timings from the retrieval logs."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=130)
+    sizes = [int(x) for x in args.sizes.split(",")]
+    open_database(args.database, reuse=args.reuse, console=console)
+    import numpy as np
+    from django.db import connection
+    from pgvector.psycopg import register_vector
+    from psycopg.types.json import Jsonb
+
+    from memory.embedder import get_embedder
+    from memory.identity.services import agent_key_create, principal_token_mint, tenant_create
+    from memory.ids import new_memory_id
+    from memory.models import MemoryClass, MemoryRecord, Subject, Tenant
+    from memory.normalise import fact_hash
+    from memory.policy.classes import pick_class
+    from memory.records.indexing import record_search_vector
+    from memory.retrieval.models import RetrievalLog
+    from memory.retrieval.pipeline import RetrieveRequest, memory_retrieve
+    from memory.scope import Scope
+
+    rng = random.Random(args.seed)
+    tenant = Tenant.objects.filter(slug="bench-sizes").first() or tenant_create(slug="bench-sizes")
+    classes = {c.namespace_prefix: c for c in MemoryClass.objects.filter(tenant=tenant)}
+    embedder = get_embedder()
+    plan: dict[int, list[dict[str, Any]]] = {}
+    for size in sizes:
+        subject = Subject.objects.filter(tenant=tenant, external_id=f"usr_{size}").first()
+        if subject is not None and MemoryRecord.objects.filter(subject=subject).count() == size:
+            console.print(f"reusing the subject of {size:,} records")
+            rows = [{"query": q} for q in MemoryRecord.objects.filter(subject=subject).order_by("?")
+                    .values_list("text", flat=True)[:args.queries + 10]]
+            plan[size] = rows
+            continue
+        subject = subject or Subject.objects.create(tenant=tenant, external_id=f"usr_{size}")
+        rows = []
+        for n in range(size):
+            if n < len(TOPICS):
+                field, ns, kind, value_fn, text_fn, query = TOPICS[n]
+                value = value_fn(rng)
+                text = text_fn(value)
+                query = query or value
+            else:
+                field, ns, kind, value, text, query = trip(rng, n)
+            rows.append({"field": field, "namespace": ns, "kind": kind, "value": value, "text": text, "query": query})
+        texts = sorted({r["text"] for r in rows})
+        console.print(f"{size:,} records, {len(texts):,} distinct texts: embedding")
+        vectors = dict(zip(texts, np.asarray(embedder.embed(texts), dtype=np.float32), strict=True))
+        connection.ensure_connection()
+        raw = connection.connection
+        register_vector(raw)
+        columns = ["id", "tenant_id", "subject_id", "namespace", "kind", "memory_type", "field", "fact", "text",
+                   "source_type", "confidence", "sensitivity", "memory_class_id", "status", "status_reason",
+                   "valid_from", "created_at", "content_hash", "embedding"]
+        types = ["varchar", "int8", "int8", "varchar", "varchar", "varchar", "varchar", "jsonb", "text", "varchar",
+                 "varchar", "varchar", "int8", "varchar", "varchar", "timestamptz", "timestamptz", "varchar", "vector"]
+        from django.utils import timezone
+
+        now = timezone.now()
+        with raw.cursor() as cursor, cursor.copy(
+                f"COPY memory_memoryrecord ({', '.join(columns)}) FROM STDIN WITH (FORMAT BINARY)") as copy:
+            copy.set_types(types)
+            for r in rows:
+                memory_class = pick_class(classes, r["namespace"])
+                assert memory_class is not None
+                copy.write_row([new_memory_id(), tenant.pk, subject.pk, r["namespace"], r["kind"],
+                                "episodic" if r["kind"] == "episode" else "semantic", f"{r['field']}_{rng.random()}",
+                                Jsonb({"field": r["field"], "value": r["value"]}), r["text"],
+                                "explicit_user_statement", "confirmed", memory_class.sensitivity, memory_class.pk,
+                                "active", "", now, now, fact_hash(r["field"], r["value"]), vectors[r["text"]]])
+        if not connection.get_autocommit():
+            raw.commit()
+        MemoryRecord.objects.filter(subject=subject, search_vector__isnull=True).update(
+            search_vector=record_search_vector())
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE memory_memoryrecord")
+        plan[size] = rows
+    key, raw_key = agent_key_create(tenant=tenant, name=f"bench-{time.time():.0f}", permissions=["read", "write"])
+    server = start_server(args)
+    results: dict[str, Any] = {}
+    try:
+        for size in sizes:
+            subject = Subject.objects.get(tenant=tenant, external_id=f"usr_{size}")
+            token, _, _ = principal_token_mint(tenant=tenant, subject_external_id=subject.external_id, ttl=3600)
+            headers = {"Authorization": f"Bearer {raw_key}", "X-Engram-Principal": token}
+            scope = Scope(tenant_id=tenant.pk, subject_id=subject.pk, subject_external_id=subject.external_id,
+                          permissions=frozenset({"read"}), namespaces=None, actor=f"agent_key:{key.pk}",
+                          agent_key_id=key.pk)
+            picks = [rng.choice(plan[size])["query"] + f" ({n})" for n in range(args.queries + 10)]
+            api, selector, logs, short = [], [], [], 0
+            for i, query in enumerate(picks):
+                status, body, ms = http_call(args.port, "POST", "/api/v1/retrieve", headers,
+                                             {"query": query, "limit": 10, "budget_tokens": 4000})
+                assert status == 200, body
+                started = time.perf_counter()
+                memory_retrieve(scope=scope, request=RetrieveRequest(query=query, limit=10, budget_tokens=4000))
+                if i >= 10:  # the first ten warm both processes
+                    api.append(ms)
+                    selector.append((time.perf_counter() - started) * 1000.0)
+                    logs.append(body["retrieval_id"])
+                    short += len(body["packets"]) < min(10, size) and not body["dropped"].get("below_threshold")
+            stages = [t for t in RetrievalLog.objects.filter(pk__in=logs).values_list("timings_ms", flat=True)]
+            results[str(size)] = {
+                "http_p50_ms": round(statistics.median(api), 2), "http_p95_ms": round(pct(api, 0.95), 2),
+                "selector_p50_ms": round(statistics.median(selector), 2),
+                "memory_stage_p50_ms": round(statistics.median([t["memory"] for t in stages]), 2),
+                "embed_p50_ms": round(statistics.median([t["embed"] for t in stages]), 2),
+                "underfilled": short, "queries": len(api)}
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    table = Table(title=f"Retrieve against one subject, by its size ({args.queries} distinct queries each, "
+                        "limit 10, budget 4000, one client)")
+    for column in ("records in the subject", "HTTP p50 ms", "HTTP p95 ms", "selector p50 ms",
+                   "memory statement p50 ms", "query embedding p50 ms", "under-filled"):
+        table.add_column(column, justify="right")
+    for size, row in results.items():
+        table.add_row(f"{int(size):,}", f"{row['http_p50_ms']:.1f}", f"{row['http_p95_ms']:.1f}",
+                      f"{row['selector_p50_ms']:.1f}", f"{row['memory_stage_p50_ms']:.1f}",
+                      f"{row['embed_p50_ms']:.2f}", str(row["underfilled"]))
+    console.print(table)
+    write_results(console, "sizes", {"args": vars(args), "sizes": results})
 
 
 # --- knowledge profile (issue 8) ------------------------------------------------------------------------

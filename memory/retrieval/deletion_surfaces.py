@@ -1,13 +1,15 @@
-"""Deletion reaches retrieval logs: they quote candidates' text and the caller's query."""
+"""Deletion reaches the retrieval area: logs quote candidates' text and the caller's query, and context windows
+(RecordContext) hold the lexemes and the embedding of the deleted records' words."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 
 from memory.deletion.registry import DeletionTarget, purge_surface, read_check
-from memory.retrieval.models import RetrievalLog
+from memory.retrieval.models import RecordContext, RetrievalLog
 
 
 def _quotes(entry: dict[str, Any], target: DeletionTarget) -> bool:
@@ -48,3 +50,32 @@ def check_retrieval_logs(target: DeletionTarget) -> list[str]:
                 m and m.casefold() in log.query.casefold() for m in target.markers):
             found.append(f"retrieval log {log.pk}")
     return found
+
+
+def _windows(target: DeletionTarget) -> Any:
+    rows = RecordContext.objects.filter(tenant_id=target.tenant_id, subject_id=target.subject_id)
+    if target.whole_subject:
+        return rows
+    ids = list(target.memory_ids)
+    return rows.filter(Q(record_id__in=ids) | Q(neighbours__overlap=ids))
+
+
+@purge_surface("context_windows", order=86)
+def purge_context_windows(target: DeletionTarget) -> int:
+    """Drop every window that quotes a deleted record, then derive the live neighbours' windows again.
+
+    Runs after the records step (85): the deleted records are no longer live, so the new windows are made
+    of the remaining records only. Idempotent: a retry finds nothing quoting them."""
+    from memory.retrieval.context import refresh_context
+
+    quoting = list(_windows(target).values_list("record_id", flat=True))
+    deleted, _ = RecordContext.objects.filter(record_id__in=quoting).delete()
+    if not target.whole_subject:
+        refresh_context([i for i in quoting if i not in set(target.memory_ids)])
+    return deleted
+
+
+@read_check("context_windows")
+def check_context_windows(target: DeletionTarget) -> list[str]:
+    """A window that still quotes a deleted record (or, for an erasure, any window of the subject)."""
+    return [f"context window of {record_id}" for record_id in _windows(target).values_list("record_id", flat=True)]

@@ -7,7 +7,11 @@ retention of the memory classes it mentions.
 
 from __future__ import annotations
 
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVectorField
 from django.db import models
+from pgvector.django import VectorField
 
 from memory.ids import new_id
 
@@ -38,3 +42,39 @@ class RetrievalLog(models.Model):
 
     def __str__(self) -> str:
         return self.id
+
+
+class RecordContext(models.Model):
+    """Derived, never the source of truth: an episodic record seen together with its neighbours.
+
+    A conversation turn such as "Yes, every Sunday!" means little alone; with the turns around it, it
+    is findable by what it answers. For each live episodic record, its *stream* is the subject's
+    episodic records of the same namespace and kind in event-time order (``source.occurred_at``, else
+    ``valid_from``), cut into sessions wherever two neighbours are more than SESSION_GAP apart; its
+    *window* is up to WINDOW records before and after it in its session. ``terms`` holds the lexemes of
+    the other records of the window (the lexical leg counts them at a fraction of the record's own),
+    ``embedding`` the embedding of the whole window's text. Written by the worker after each write
+    (memory/retrieval/context.py), rebuilt by ``manage.py reembed``, and purged by deletion together
+    with every window that quoted a deleted record (``neighbours``).
+    """
+
+    record = models.OneToOneField("memory.MemoryRecord", on_delete=models.CASCADE, primary_key=True,
+                                  related_name="+")
+    tenant = models.ForeignKey("memory.Tenant", on_delete=models.CASCADE, related_name="+")
+    subject = models.ForeignKey("memory.Subject", on_delete=models.CASCADE, related_name="+")
+    # The ids of every record whose text is in this window (the record itself included), in order.
+    neighbours = ArrayField(models.CharField(max_length=40), default=list)
+    terms = SearchVectorField(null=True)
+    embedding = VectorField(dimensions=384, null=True)
+    # sha256 of the window's ids and texts: an unchanged window is not embedded again.
+    window_hash = models.CharField(max_length=64)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["tenant", "subject"], name="recordcontext_subject_idx"),
+            GinIndex(fields=["neighbours"], name="recordcontext_neighbours_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"context of {self.record_id}"

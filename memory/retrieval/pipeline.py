@@ -1,8 +1,9 @@
 """memory_retrieve: verified scope -> allowed namespaces -> validity and task filters -> lexical and
 semantic candidates -> fusion and reranking -> limit and token budget -> packets + a retrieval log.
 
-Queries per call (pinned by tests/retrieval/test_scoped_vector_search.py): lexical leg, vector leg, the
-"excluded" explanation query, the pending-embedding count, the log insert. Providers add their own.
+Queries per call (pinned by tests/retrieval/test_scoped_vector_search.py): one statement for the memory
+candidates (both legs, fusion, the "excluded" explanations and the pending-embedding count;
+candidates.py), and the log insert. Providers add their own.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from typing import Any
 
 from django.utils import timezone
 
-from memory.content import unseal
+from memory.content import unseal_parts
 from memory.embedder import get_embedder
 from memory.errors import InvalidInput
-from memory.models import Confidence, MemoryRecord
+from memory.models import Confidence
 from memory.namespaces import intersect_prefixes, to_list
 from memory.normalise import normalise_text, normalise_value
 from memory.policy.injection import content_flags
@@ -26,7 +27,6 @@ from memory.retrieval.ranking import MIN_SIMILARITY, Ranked, below_threshold, sc
 from memory.retrieval.services import retrieval_log_record
 from memory.retrieval.sources import RetrievalQuery, SourceItem, provider
 from memory.scope import READ, Scope
-from memory.search import or_query
 
 DEFAULT_BUDGET_TOKENS = 400
 DEFAULT_LIMIT = 10
@@ -72,32 +72,32 @@ def _as_list(value: Any, name: str) -> list[str] | None:
     return values
 
 
-def _memory_item(record: MemoryRecord) -> Ranked:
-    fact, text = unseal(record)
-    status = "confirmed" if record.confidence == Confidence.CONFIRMED else "candidate"
+def _memory_item(found: legs.Candidate) -> Ranked:
+    row = found.row
+    fact, text = unseal_parts(row["fact"], row["text"])
+    status = "confirmed" if row["confidence"] == Confidence.CONFIRMED else "candidate"
+    valid_from = row["valid_from"]
     packet: dict[str, Any] = {
         "source": MEMORY, "fact": text, "status": status,
-        "source_date": record.valid_from.date().isoformat() if record.valid_from else None,
-        "memory_id": record.pk, "kind": record.kind, "namespace": to_list(record.namespace),
+        "source_date": valid_from.date().isoformat() if valid_from else None,
+        "memory_id": row["id"], "kind": row["kind"], "namespace": to_list(row["namespace"]),
     }
-    if getattr(record, "in_conflict", False):
+    if found.in_conflict:
         packet["conflict"] = True
     # Two records with the same fact in different namespaces are one fact for the caller.
-    key = f"memory:{record.field}:{normalise_value(fact.get('value'))}:{normalise_text(text)}"
-    return Ranked(source=MEMORY, item_id=record.pk, text=text, packet=packet, authority=record.source_type,
-                  confirmed=status == "confirmed", source_date=record.valid_from, dedupe_key=key,
-                  memory_class_id=record.memory_class_id,
-                  extra={"namespace": record.namespace, "retention": _retention(record)})
+    key = f"memory:{row['field']}:{normalise_value(fact.get('value'))}:{normalise_text(text)}"
+    return Ranked(source=MEMORY, item_id=row["id"], text=text, packet=packet, authority=row["source_type"],
+                  confirmed=status == "confirmed", source_date=valid_from, dedupe_key=key,
+                  memory_class_id=row["memory_class_id"], lexical_rank=found.lexical_rank,
+                  semantic_rank=found.semantic_rank, similarity=found.similarity,
+                  lexical=found.lexical if found.lexical is not None else None,
+                  extra={"namespace": row["namespace"],
+                         "retention": _shortest_seconds(row["max_retention_s"], row["default_ttl_s"])})
 
 
-def _retention(record: MemoryRecord) -> float | None:
-    memory_class = record.memory_class
-    return _shortest(memory_class.max_retention, memory_class.default_ttl)
-
-
-def _shortest(*spans: dt.timedelta | None) -> float | None:
-    given = [d for d in spans if d is not None]
-    return min(given).total_seconds() if given else None
+def _shortest_seconds(*spans: float | None) -> float | None:
+    given = [s for s in spans if s is not None]
+    return min(given) if given else None
 
 
 def _provider_item(item: SourceItem) -> Ranked:
@@ -114,19 +114,11 @@ def _provider_item(item: SourceItem) -> Ranked:
 def _memory_candidates(scope: Scope, request: RetrieveRequest, filters: legs.Filters, vector: list[float],
                        pool: int, dropped: dict[str, int], log: list[dict[str, Any]],
                        retention: list[float]) -> list[Ranked]:
-    tsquery = or_query(request.query)
-    by_id: dict[str, Ranked] = {}
-    for rank, record in enumerate(legs.lexical(scope, filters, tsquery, pool), start=1):
-        by_id[record.pk] = _memory_item(record)
-        by_id[record.pk].lexical_rank = rank
-    for rank, record in enumerate(legs.semantic(scope, filters, vector, pool), start=1):
-        item = by_id.get(record.pk) or by_id.setdefault(record.pk, _memory_item(record))
-        item.semantic_rank = rank
-        item.similarity = 1.0 - float(record.distance)  # type: ignore[attr-defined]
-    pending = legs.semantic_pending(scope, filters)
-    if pending:
-        dropped["semantic_pending"] = pending
-    for row in legs.excluded(scope, filters, tsquery, vector, 1.0 - MIN_SIMILARITY, pool):
+    found = legs.search(scope, filters, request.query, vector, pool=pool, limit=request.limit,
+                        max_distance=1.0 - MIN_SIMILARITY)
+    if found.pending:
+        dropped["semantic_pending"] = found.pending
+    for row in found.excluded:
         reason = row["reason"]
         dropped[reason] = dropped.get(reason, 0) + 1
         entry = {"source": MEMORY, "id": row["id"], "memory_id": row["id"], "namespace": to_list(row["namespace"]),
@@ -135,11 +127,11 @@ def _memory_candidates(scope: Scope, request: RetrieveRequest, filters: legs.Fil
         if reason != "deleted":  # a deleted record's content is gone and stays gone
             entry["text"] = row["text"]
             # The log quotes this record too, so its class's retention bounds the log's.
-            span = _shortest(row["memory_class__max_retention"], row["memory_class__default_ttl"])
+            span = _shortest_seconds(row["max_retention_s"], row["default_ttl_s"])
             if span is not None:
                 retention.append(span)
         log.append(entry)
-    return list(by_id.values())
+    return [_memory_item(c) for c in found.candidates]
 
 
 def _narrowed(scope: Scope, request: RetrieveRequest, log: list[dict[str, Any]],
@@ -194,12 +186,12 @@ def memory_retrieve(*, scope: Scope, request: RetrieveRequest) -> RetrieveResult
     timings["total"] = _ms(started)
     retention += [i.extra["retention"] for i in items if i.extra.get("retention")]
     budget = {"limit": request.budget_tokens, "used": used}
-    log_row = retrieval_log_record(
+    log_id = retrieval_log_record(
         scope=scope, query=request.query, request=_request_json(request),
         candidates=log + [_log_entry(i) for i in items], budget=budget, dropped=dropped, timings=timings,
         retention=dt.timedelta(seconds=min(retention)) if retention else None,
     )
-    return RetrieveResult(retrieval_id=log_row.pk, packets=packets, budget=budget, dropped=dropped)
+    return RetrieveResult(retrieval_id=log_id, packets=packets, budget=budget, dropped=dropped)
 
 
 def _select(items: list[Ranked], request: RetrieveRequest, embedder: Any,
@@ -249,8 +241,10 @@ def _log_entry(item: Ranked) -> dict[str, Any]:
     entry: dict[str, Any] = {"source": item.source, "id": item.item_id, "text": item.text,
                              "lexical_rank": item.lexical_rank, "semantic_rank": item.semantic_rank,
                              "similarity": None if item.similarity is None else round(item.similarity, 4),
+                             "lexical": None if item.lexical is None else round(item.lexical, 4),
                              "relevance": round(item.relevance, 4), "score": round(item.score, 4),
-                             "tokens": item.tokens or None, "selected": item.selected, "reason": item.reason}
+                             "tokens": item.tokens or None, "selected": item.selected, "reason": item.reason,
+                             "authority": item.authority}
     if item.source == MEMORY:
         entry["memory_id"] = item.item_id
         entry["namespace"] = to_list(item.extra["namespace"])

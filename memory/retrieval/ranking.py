@@ -1,16 +1,26 @@
-"""Fusion and reranking: reciprocal rank fusion of the legs, then authority, confidence and recency.
+"""Fusion and reranking: relevance from both legs' absolute scores, then authority, confidence and recency.
 
-RRF needs no score calibration between full-text ranks and cosine distances (or between memory and
-the other sources), which is why it fuses. The final score stays in [0, 1]:
+    relevance = W_LEXICAL * lexical * gate + W_SEMANTIC * max(similarity, 0)    (in [0, 1])
+    gate      = min(1, max(similarity, 0) / GATE_SIMILARITY), or 1 while the similarity is unknown
+    score     = 0.75 * relevance + 0.10 * authority + 0.10 * confidence + 0.05 * recency
 
-    score = 0.75 * relevance + 0.10 * authority + 0.10 * confidence + 0.05 * recency
+``lexical`` is BM25 divided by its ceiling for the query (candidates.py): the share of the query's
+information a record carries, comparable across queries and corpora of any size. ``similarity`` is the
+cosine similarity (for a windowed episodic record, blended with its window's). Both are absolute, so
+fusion keeps how *strong* each match is, where reciprocal rank fusion kept only the order: with RRF a
+record sharing one common word with the query was "rank 1" of the lexical leg and could beat a strong
+paraphrase; here it carries almost no lexical score and the paraphrase's similarity decides. The gate
+trusts lexical evidence in proportion to how plausibly the record is about the question at all: in a
+handful of records every word is "rare", and a shared "keep" or "like" in an unrelated record is a
+coincidence, not evidence.
 
-relevance = 0.5 * RRF (the sum over legs of 1/(60 + rank), divided by its maximum, first in both
-legs) + 0.5 * the cosine similarity, so that rank position and absolute closeness both count (RRF
-alone scores the best of several unrelated records as high as a true match); authority follows the
-precedence order (system_of_record 1.0 ... summary 0.0); a served candidate weighs 0.3 against a
-confirmed record's 1.0; recency halves every 180 days. Relevance dominates on purpose: authority
-and confidence order near-ties, they do not lift an unrelated record above a relevant one.
+Other sources (summaries, procedures, knowledge) report ranks and a similarity; their lexical share is
+taken from their lexical rank (PROVIDER_LEXICAL_TOP at rank 1, decaying like 1/(k + rank)), unless the
+provider reports its own ``lexical_score`` in [0, 1].
+
+Authority follows the precedence order (system_of_record 1.0 ... summary 0.0); a served candidate weighs
+0.3 against a confirmed record's 1.0; recency halves every 180 days. Relevance dominates on purpose:
+authority and confidence order near-ties, they do not lift an unrelated record above a relevant one.
 """
 
 from __future__ import annotations
@@ -20,11 +30,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory.policy.precedence import AUTHORITY_ORDER
+from memory.retrieval.candidates import GATE_SIMILARITY, W_LEXICAL, W_SEMANTIC
 
 RRF_K = 60
+PROVIDER_LEXICAL_TOP = 0.3  # about the lexical share of a memory leg's best match on a typical question
 W_RELEVANCE, W_AUTHORITY, W_CONFIDENCE, W_RECENCY = 0.75, 0.10, 0.10, 0.05
 RECENCY_HALF_LIFE_DAYS = 180.0
-# A candidate seen only by the vector leg below this cosine similarity is noise, not a match.
+# A candidate that shares no query word and is below this cosine similarity is noise, not a match.
 MIN_SIMILARITY = 0.25
 
 
@@ -41,6 +53,7 @@ class Ranked:
     lexical_rank: int | None = None
     semantic_rank: int | None = None
     similarity: float | None = None
+    lexical: float | None = None  # the lexical share in [0, 1]; None: no query word in it
     memory_class_id: int | None = None
     score: float = 0.0
     relevance: float = 0.0
@@ -52,6 +65,21 @@ class Ranked:
 
 def rrf(*ranks: int | None) -> float:
     return sum(1.0 / (RRF_K + r) for r in ranks if r is not None)
+
+
+def lexical_share(item: Ranked) -> float:
+    if item.lexical is not None:
+        return min(max(item.lexical, 0.0), 1.0)
+    if item.lexical_rank is None:
+        return 0.0
+    return PROVIDER_LEXICAL_TOP * rrf(item.lexical_rank) / rrf(1)
+
+
+def relevance(item: Ranked) -> float:
+    similarity = max(item.similarity or 0.0, 0.0)
+    # No similarity known (embedding pending, or a lexical-only source): nothing to gate the words by.
+    gate = 1.0 if item.similarity is None else min(1.0, similarity / GATE_SIMILARITY)
+    return W_LEXICAL * lexical_share(item) * gate + W_SEMANTIC * similarity
 
 
 def authority_weight(source_type: str) -> float:
@@ -68,11 +96,10 @@ def recency_weight(when: dt.datetime | None, now: dt.datetime) -> float:
 
 
 def score(item: Ranked, now: dt.datetime) -> None:
-    closeness = max(item.similarity or 0.0, 0.0)
-    item.relevance = 0.5 * rrf(item.lexical_rank, item.semantic_rank) / rrf(1, 1) + 0.5 * closeness
+    item.relevance = relevance(item)
     item.score = (W_RELEVANCE * item.relevance + W_AUTHORITY * authority_weight(item.authority)
                   + W_CONFIDENCE * (1.0 if item.confirmed else 0.3) + W_RECENCY * recency_weight(item.source_date, now))
 
 
 def below_threshold(item: Ranked) -> bool:
-    return item.lexical_rank is None and (item.similarity is None or item.similarity < MIN_SIMILARITY)
+    return lexical_share(item) == 0.0 and (item.similarity is None or item.similarity < MIN_SIMILARITY)

@@ -96,6 +96,10 @@ EXPECTED: dict[tuple[str, str], dict[str, tuple[int, bool | None]]] = {
     (OV + "embeddings/", "GET"): operators(200, 200),
     (OV + "worker/", "GET"): operators(200, 200),
     (OV + "retrievals/", "GET"): operators(200, 200),
+    # The retrieval inspector: the list answers everyone (empty for people who review nothing), one retrieval
+    # only the reviewers of its tenant.
+    ("review/retrievals/", "GET"): anyone(200),
+    ("review/retrievals/<str:retrieval_id>/", "GET"): reviewer_only(200, False),
     ("me/", "GET"): anyone(200),
     ("me/deletions/", "GET"): own_subject(200, False),
     # Bob's own selection: alice's memory is not among his, nothing is deleted.
@@ -159,7 +163,9 @@ def ui_world(agent, tenant) -> dict[str, Any]:
     procedure_publish(tenant=tenant, name="booking", body="Book economy.", reviewer=people["rita"])
     proposal = agent.post("/api/v1/procedures/booking/proposals", {"body": "Book economy first."})
     assert proposal.status_code == 201, proposal.json()
+    retrieval_id = agent.post("/api/v1/retrieve", {"query": "aisle seats"}).json()["retrieval_id"]
     return {"people": people, "memory_id": memory_id, "deletion_id": deletion_id, "candidate_id": candidate_id,
+            "retrieval_id": retrieval_id,
             "guess_id": MemoryRecord.objects.get(namespace="user/inferred", status="active").pk,
             "conflict_id": Conflict.objects.get(status="open").pk, "proposal_id": proposal.json()["proposal_id"],
             "procedure_id": Procedure.objects.get(name="booking").pk, "number": 1}

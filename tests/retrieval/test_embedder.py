@@ -5,7 +5,11 @@ from __future__ import annotations
 import math
 import os
 
-from memory.embedder import DIMENSIONS, MiniLMEmbedder, get_embedder
+import numpy as np
+import pytest
+
+from memory.embedder import DIMENSIONS, MiniLMEmbedder, TorchMiniLM, get_embedder
+from memory.embedder_onnx import onnx_path
 
 
 def test_it_is_one_instance_per_process_loaded_offline():
@@ -31,7 +35,7 @@ def test_batched_vectors_are_normalised_384_d_and_match_single_calls():
 
 def test_query_embeddings_are_cached_in_a_bounded_lru():
     embedder = MiniLMEmbedder(query_cache_size=2)
-    embedder._model = get_embedder().model  # type: ignore[attr-defined]  # share the loaded weights
+    embedder._runtime = get_embedder().runtime  # share the loaded weights
 
     first = embedder.embed_query("aisle")
     assert embedder.embed_query("aisle") is first  # served from the cache
@@ -51,3 +55,29 @@ def test_it_counts_tokens_with_the_models_tokenizer_not_words():
     # WordPiece splits identifiers: far more tokens than the two words a whitespace count would see.
     assert embedder.count_tokens("ORD-58213 eu-west-3") > 6
     assert embedder.count_tokens("") == 0
+
+
+@pytest.fixture(scope="module")
+def torch_runtime():
+    return TorchMiniLM()
+
+
+def test_the_onnx_export_is_in_place_and_serves_by_default():
+    assert onnx_path().exists(), "make install exports the ONNX graph (python -m memory.embedder_onnx)"
+    assert get_embedder().runtime.runtime == "onnx"
+
+
+def test_onnx_vectors_match_pytorch_within_1e_3_cosine(torch_runtime):
+    texts = ["Prefers aisle seats on flights", "I like sitting by the corridor on planes", "ORD-58213 eu-west-3",
+             "Caroline: I went to a LGBTQ support group yesterday and it was so powerful.", "", "word " * 400]
+
+    onnx = np.array(get_embedder().embed(texts))
+    reference = torch_runtime.embed(texts)
+
+    assert np.min(np.sum(onnx * reference, axis=1)) > 1 - 1e-3
+    assert get_embedder().embed_query(texts[1]) == pytest.approx(onnx[1].tolist(), abs=1e-5)
+
+
+def test_onnx_and_pytorch_count_the_same_tokens(torch_runtime):
+    for text in ["Prefers aisle seats", "ORD-58213 eu-west-3", "naïve café – ünïcode", "word " * 600]:
+        assert get_embedder().count_tokens(text) == torch_runtime.count_tokens(text)

@@ -1,4 +1,5 @@
-"""Fusion and reranking: relevance first; authority, confidence and recency order near-ties."""
+"""Fusion and reranking: relevance from both legs' absolute scores first; authority, confidence and recency order
+near-ties; a strong paraphrase is never beaten by a record that shares only a common word with the query."""
 
 from __future__ import annotations
 
@@ -6,27 +7,35 @@ import datetime as dt
 
 import pytest
 
-from memory.retrieval.ranking import Ranked, below_threshold, rrf, score
+from memory.retrieval.ranking import Ranked, below_threshold, lexical_share, rrf, score
 from tests.retrieval.conftest import retrieve
 
 NOW = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
 
 
-def ranked(*, lexical=None, semantic=None, similarity=None, authority="explicit_user_statement", confirmed=True,
-           age_days=0):
+def ranked(*, lexical=None, semantic=None, similarity=None, share=None, authority="explicit_user_statement",
+           confirmed=True, age_days=0):
     item = Ranked(source="memory", item_id="x", text="t", packet={}, authority=authority, confirmed=confirmed,
                   source_date=NOW - dt.timedelta(days=age_days), dedupe_key="k", lexical_rank=lexical,
-                  semantic_rank=semantic, similarity=similarity)
+                  semantic_rank=semantic, similarity=similarity,
+                  lexical=share if share is not None else (0.5 if lexical else None))
     score(item, NOW)
     return item
 
 
-def test_reciprocal_rank_fusion_rewards_being_found_by_both_legs():
-    assert rrf(1, 1) > rrf(1, None) > rrf(2, None) > rrf(None, None) == 0
+def test_a_provider_without_a_lexical_score_gets_a_share_that_decays_with_its_lexical_rank():
+    provider = Ranked(source="notes", item_id="n", text="t", packet={}, authority="summary", confirmed=True,
+                      source_date=None, dedupe_key="k")
+    shares = []
+    for rank in (1, 2, 10, None):
+        provider.lexical_rank = rank
+        shares.append(lexical_share(provider))
+    assert shares[0] > shares[1] > shares[2] > shares[3] == 0
+    assert rrf(1) > rrf(2)
 
 
 def test_it_keeps_the_score_in_zero_to_one():
-    best = ranked(lexical=1, semantic=1, similarity=1.0, authority="system_of_record")
+    best = ranked(lexical=1, semantic=1, similarity=1.0, share=1.0, authority="system_of_record")
     worst = ranked(similarity=0.0, authority="summary", confirmed=False, age_days=10_000)
 
     assert best.score == pytest.approx(1.0)
@@ -45,7 +54,7 @@ def test_authority_confidence_and_recency_order_equally_relevant_items(stronger,
 
 
 def test_they_never_lift_an_unrelated_item_above_a_relevant_one():
-    relevant = ranked(lexical=1, semantic=1, similarity=0.75, authority="model_inferred", confirmed=False,
+    relevant = ranked(lexical=1, semantic=1, similarity=0.75, share=0.5, authority="model_inferred", confirmed=False,
                       age_days=700)
     unrelated = ranked(semantic=2, similarity=0.3, authority="system_of_record", age_days=0)
 
@@ -69,3 +78,43 @@ def test_the_higher_authority_of_two_identical_texts_ranks_first(agent, remember
     packets = retrieve(agent, "Where do we ship to?")["packets"]
 
     assert [p["memory_id"] for p in packets[:2]] == [official, said]
+
+
+def test_one_shared_common_word_does_not_outweigh_a_strong_paraphrase():
+    # The query shares one low-IDF word with the gym record; the seat record paraphrases it (cosine .53 vs .34).
+    paraphrase = ranked(semantic=1, similarity=0.53)
+    common_word = ranked(lexical=1, semantic=2, similarity=0.34, share=0.05)
+
+    assert paraphrase.score > common_word.score
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("query", "match", "other"), [
+    ("I like sitting by the corridor on planes", "Prefers aisle seats on flights", "Likes hotels with a gym"),
+    ("What do I like to eat when I fly?", "Orders vegetarian meals on long-haul flights",
+     "Likes the colour blue"),
+    ("Where do I keep my car?", "Parks the Volvo in the garage under the office", "Keeps a diary every evening"),
+    ("Which doctor did I see about my back?", "Saw Dr Almeida, a physiotherapist, for lower back pain",
+     "Sees the dentist every six months"),
+])
+def test_a_strong_semantic_match_is_never_beaten_by_a_record_sharing_only_a_common_word(agent, remember, query,
+                                                                                      match, other):
+    wanted = remember(agent, match)
+    remember(agent, other)
+
+    packets = retrieve(agent, query)["packets"]
+
+    assert packets[0]["memory_id"] == wanted
+
+
+@pytest.mark.django_db
+def test_the_word_shared_by_every_record_does_not_decide_the_ranking(agent, remember):
+    # A speaker's name in every turn: with IDF it carries (almost) nothing; the rare word decides.
+    for n, text in enumerate(["Ana: my sister moved to Porto last spring", "Ana: the weather was lovely today",
+                              "Ana: I finished reading a novel about whales", "Ana: work has been busy this week",
+                              "Ana: we adopted a kitten named Miso"]):
+        remember(agent, text, field=f"turn_{n}", kind="conversation_turn")
+
+    packets = retrieve(agent, "What is the name of Ana's kitten?")["packets"]
+
+    assert packets[0]["fact"] == "Ana: we adopted a kitten named Miso"

@@ -1,4 +1,5 @@
-"""The vector leg under selective scopes: whenever k eligible rows exist, k come back; query count pinned."""
+"""The memory candidates under selective scopes: whenever k eligible rows exist, each leg ranks k of them and only
+them; the scope is in the SQL both legs read; the query count is pinned."""
 
 from __future__ import annotations
 
@@ -56,19 +57,26 @@ FILTERS = [  # (filters, how many of a subject's n live records they leave eligi
 ]
 
 
+def _search(scope, filters, query, k):
+    return legs.search(scope, filters, query, get_embedder().embed_query(query), pool=k, limit=k, max_distance=0.75)
+
+
 @pytest.mark.parametrize(("filters", "eligible"), FILTERS)
 def test_it_returns_k_rows_whenever_k_eligible_rows_exist(crowd, filters, eligible):
-    vector = get_embedder().embed_query("travel preferences")
     for scope, owned in crowd.values():
-        assert legs.eligible(scope, filters).count() == eligible(owned)
+        own_ids = set(legs.eligible(scope, filters).values_list("pk", flat=True))
+        assert len(own_ids) == eligible(owned)
         for k in (1, 5, 10, 12):
-            rows = legs.semantic(scope, filters, vector, k)
-            assert len(rows) == min(k, eligible(owned))
-            assert {r.subject_id for r in rows} <= {scope.subject_id}
-            assert all(r.status == "active" for r in rows)
+            found = _search(scope, filters, "travel seat preference", k)
+            by_meaning = [c for c in found.candidates if c.semantic_rank is not None and c.semantic_rank <= k]
+            by_words = [c for c in found.candidates if c.lexical_rank is not None and c.lexical_rank <= k]
+            assert len(by_meaning) == min(k, eligible(owned))  # every eligible row has an embedding
+            assert len(by_words) == min(k, eligible(owned))  # "preference" is in every text
+            assert {c.row["id"] for c in found.candidates} <= own_ids
+            assert all(c.row["status"] == "active" for c in found.candidates)
 
 
-def test_both_candidate_queries_carry_every_scope_and_validity_predicate_in_sql(agent, remember):
+def test_both_legs_read_one_cte_that_carries_every_scope_and_validity_predicate_in_sql(agent, remember):
     remember(agent, "Prefers aisle seats", namespace=["user", "travel_preferences"], field="seat", value="aisle")
     from memory.retrieval.pipeline import RetrieveRequest, memory_retrieve
 
@@ -77,19 +85,24 @@ def test_both_candidate_queries_carry_every_scope_and_validity_predicate_in_sql(
         memory_retrieve(scope=scope, request=RetrieveRequest(query="aisle seats", namespaces=["user"],
                                                              kinds=["preference"]))
 
-    legs_sql = [q["sql"] for q in captured if '"in_conflict"' in q["sql"]]  # the two candidate queries
-    lexical = [sql for sql in legs_sql if "websearch_to_tsquery" in sql]
-    semantic = [sql for sql in legs_sql if "<=>" in sql]
-    assert len(legs_sql) == 2 and len(lexical) == len(semantic) == 1
-    for sql in (lexical[0], semantic[0]):
-        where = sql.split(") AS \"in_conflict\"", 1)[1].split(" WHERE ", 1)[1]
-        assert f'"memory_memoryrecord"."tenant_id" = {agent.tenant.pk}' in where
-        assert f'"memory_memoryrecord"."subject_id" = {scope.subject_id}' in where
-        assert '"memory_memoryrecord"."status" = \'active\'' in where
-        assert '"memory_memoryrecord"."valid_until" > (STATEMENT_TIMESTAMP())' in where
-        assert '"memory_memoryclass"."allowed_readers" @> \'["agent"]\'' in where  # the class's reader policy
-        assert '"memory_memoryrecord"."confidence" = \'confirmed\'' in where
-        assert "LIKE 'user/%'" in where and "\"kind\" IN ('preference')" in where  # the task filters
+    statements = [q["sql"] for q in captured if "retrieval_recordcontext" in q["sql"]]
+    assert len(statements) == 1  # both legs, fusion and the explanations: one statement
+    sql = statements[0]
+    eligible = sql.split(" AS NOT MATERIALIZED (", 1)[1].split("),\ne AS MATERIALIZED", 1)[0]
+    where = eligible.split(" WHERE ", 1)[1]
+    assert f'"memory_memoryrecord"."tenant_id" = {agent.tenant.pk}' in where
+    assert f'"memory_memoryrecord"."subject_id" = {scope.subject_id}' in where
+    assert '"memory_memoryrecord"."status" = \'active\'' in where
+    assert '"memory_memoryrecord"."valid_until" > (STATEMENT_TIMESTAMP())' in where
+    assert '"memory_memoryclass"."allowed_readers" @> \'["agent"]\'' in where  # the class's reader policy
+    assert '"memory_memoryrecord"."confidence" = \'confirmed\'' in where
+    assert "LIKE 'user/%'" in where and "\"kind\" IN ('preference')" in where  # the task filters
+    # Each leg scores rows of the scoped CTE and of nothing else: no other read of the records table.
+    rest = sql.split("),\ne AS MATERIALIZED", 1)[1].split("\nx (", 1)[0]
+    assert "memory_memoryrecord" not in rest
+    assert "eligible.search_vector @@ q.tsq" in rest and "FROM matched m, q" in rest  # the lexical leg
+    assert "(eligible.embedding <=> q.v) + 0 AS own_distance" in rest and "FROM eligible, q" in rest  # vector leg
+    assert "own_distance, NULL::float AS ctx_distance FROM e" in rest  # fused from e alone
 
 
 def test_the_vector_leg_is_an_exact_scan_even_with_an_hnsw_index_present(crowd):
@@ -98,19 +111,17 @@ def test_the_vector_leg_is_an_exact_scan_even_with_an_hnsw_index_present(crowd):
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # deferred FK checks block CREATE INDEX
         cursor.execute("CREATE INDEX tmp_hnsw ON memory_memoryrecord USING hnsw (embedding vector_cosine_ops)")
         cursor.execute("SET LOCAL enable_seqscan = off")
-    vector = get_embedder().embed_query("seat preference")
+    found = _search(scope, legs.Filters(namespaces=None), "seat preference", 10)
 
-    rows = legs.semantic(scope, legs.Filters(namespaces=None), vector, 10)
-
-    assert len(rows) == 10
+    assert len([c for c in found.candidates if c.semantic_rank is not None and c.semantic_rank <= 10]) == 10
 
 
 def test_it_pins_the_number_of_queries_per_retrieve(agent, remember, django_assert_num_queries):
     for n in range(8):
         remember(agent, f"Preference number {n} about seats", field=f"pref_{n}", value=str(n))
 
-    # auth: key + subject (2); legs: lexical, vector, excluded, pending count (4); log insert (1).
-    with django_assert_num_queries(7):
+    # auth: key + subject (2); memory candidates, both legs, explanations and pending count (1); log insert (1).
+    with django_assert_num_queries(4):
         response = agent.post(RETRIEVE, {"query": "seat preferences", "limit": 5})
     assert response.status_code == 200
     assert len(response.json()["packets"]) == 5

@@ -1,8 +1,9 @@
-"""Rebuild the derived read surfaces of memory records: embeddings and full-text vectors.
+"""Rebuild the derived read surfaces of memory records: full-text vectors, embeddings and context windows.
 
 Idempotent: by default only records without an embedding are embedded (what a crashed worker or
-an import left behind), and the text vectors are recomputed from the record, so a second run
-changes nothing. ``--all`` recomputes every embedding (e.g. after changing the model); rows are
+an import left behind), the text vectors are recomputed from the record, and every episodic record's
+context window is recomputed and written only where it changed, so a second run changes nothing.
+``--all`` recomputes every embedding and every window (e.g. after changing the model); rows are
 overwritten in place, so retrieval never sees a gap.
 """
 
@@ -15,7 +16,9 @@ from django.core.management.base import BaseCommand, CommandParser
 from memory.management import progress_bar, tenant_by_slug
 from memory.models import MemoryRecord
 from memory.records.indexing import refresh_search_vectors
+from memory.retrieval.context import refresh_context
 from memory.retrieval.embedding import BATCH_SIZE, embed_record_ids, pending_ids
+from memory.retrieval.models import RecordContext
 
 
 class Command(BaseCommand):
@@ -41,10 +44,24 @@ class Command(BaseCommand):
             task = progress.add_task("text vectors", total=len(all_ids))
             for start in range(0, len(all_ids), 2000):
                 chunk = all_ids[start:start + 2000]
-                refresh_search_vectors(chunk)
+                refresh_search_vectors(chunk, episodic=False)  # the windows are rebuilt below, here
                 progress.advance(task, len(chunk))
             task = progress.add_task("embeddings", total=len(ids))
             embedded = embed_record_ids(ids, batch_size=size, only_missing=not options["all"],
                                         progress=lambda n: progress.advance(task, n))
+            episodic = list(records.filter(memory_type="episodic", status="active").order_by("pk")
+                            .values_list("pk", flat=True))
+            if options["all"]:
+                contexts = RecordContext.objects.all()
+                if tenant_id is not None:
+                    contexts = contexts.filter(tenant_id=tenant_id)
+                contexts.update(window_hash="")  # recompute every window, in place
+            task = progress.add_task("context windows", total=len(episodic))
+            windows = 0
+            for start in range(0, len(episodic), size):
+                chunk = episodic[start:start + size]
+                windows += refresh_context(chunk)
+                progress.advance(task, len(chunk))
         self.stdout.write(f"text vectors: {len(all_ids)}, embeddings written: {embedded}, "
+                          f"context windows written: {windows}, "
                           f"still pending: {len(pending_ids(tenant_id=tenant_id))}")

@@ -1,0 +1,91 @@
+"""Context windows of episodic records: derived by the worker after a write, used by both legs, rebuilt by
+reembed, and purged by deletion with every window that quoted the deleted turn."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+
+from memory.retrieval.models import RecordContext
+from tests.deletion.helpers import run_job, tables_containing
+from tests.retrieval.conftest import retrieve
+
+pytestmark = pytest.mark.django_db
+
+MARKER = "qzvwindow4417"
+CONVERSATION = [
+    ("2026-05-02T18:00:00Z", "Lea: Do you still go swimming at the lake before work?"),
+    ("2026-05-02T18:00:00Z", "Sam: Yes, every Sunday morning, even when the water is cold!"),
+    ("2026-05-02T18:00:00Z", "Lea: Brave. I only managed to fix my bike this week."),
+    ("2026-05-02T18:00:00Z", f"Sam: My cousin {MARKER} helped me repaint the kitchen."),
+    ("2026-05-02T18:00:00Z", "Lea: The kitchen looked great in your photos."),
+    # A new session weeks later: never part of the windows above.
+    ("2026-06-20T09:00:00Z", "Sam: We finally booked the flights to Porto for August."),
+    ("2026-06-20T09:00:00Z", "Lea: Porto in August will be hot, take a hat."),
+]
+
+
+def _turn(n: int, at: str, text: str) -> dict:
+    return {"namespace": ["user", "conversation"], "kind": "conversation_turn", "type": "episodic",
+            "fact": {"field": f"turn_{n}", "value": text}, "text": text,
+            "source": {"type": "explicit_user_statement", "event_id": f"evt_turn_{n}", "occurred_at": at}}
+
+
+@pytest.fixture
+def conversation(agent, sync_tasks, django_capture_on_commit_callbacks):
+    """The turns written in two batches (the second batch extends the windows of the first), worker run."""
+    items = [_turn(n, at, text) for n, (at, text) in enumerate(CONVERSATION)]
+    ids = []
+    for chunk in (items[:2], items[2:]):
+        with django_capture_on_commit_callbacks(execute=True):
+            response = agent.post("/api/v1/memories/batch", {"items": chunk})
+        assert response.status_code == 200, response.json()
+        ids += [r["record"]["memory_id"] for r in response.json()["results"]]
+    return ids
+
+
+def test_the_worker_derives_each_turns_window_within_its_session(conversation):
+    windows = {c.record_id: c for c in RecordContext.objects.all()}
+
+    assert set(windows) == set(conversation)
+    assert windows[conversation[0]].neighbours == conversation[:3]  # the first turn: itself and two after
+    assert windows[conversation[2]].neighbours == conversation[:5]  # written in the second batch, sees the first
+    assert windows[conversation[1]].neighbours == conversation[:4]  # extended when the second batch arrived
+    assert windows[conversation[5]].neighbours == conversation[5:]  # a new session starts after a long pause
+    assert all(c.embedding is not None for c in windows.values())
+
+
+def test_a_turn_that_only_makes_sense_with_its_neighbours_is_found(agent, conversation):
+    packets = retrieve(agent, "How often does Sam go swimming?", limit=3)["packets"]
+
+    assert conversation[1] in [p["memory_id"] for p in packets]  # "Yes, every Sunday morning..."
+
+
+def test_semantic_facts_get_no_window(agent, remember):
+    remember(agent, "Prefers aisle seats", field="seat")
+    remember(agent, "Lives in Lisbon", field="home")
+
+    assert not RecordContext.objects.exists()
+
+
+def test_reembed_rebuilds_the_windows_and_a_second_run_writes_nothing(conversation, capsys):
+    RecordContext.objects.all().delete()
+
+    call_command("reembed")
+    assert RecordContext.objects.count() == len(CONVERSATION)
+    call_command("reembed")
+
+    assert "context windows written: 0" in capsys.readouterr().out
+
+
+def test_deleting_a_turn_purges_every_window_that_quoted_it_and_rebuilds_them_without_it(agent, conversation):
+    assert any(t.startswith("retrieval_recordcontext") for t in tables_containing(MARKER))
+    deleted = conversation[3]
+
+    response = agent.delete(f"/api/v1/memories/{deleted}")
+
+    assert run_job(response.json()["deletion_id"]) == "completed"
+    assert tables_containing(MARKER) == []
+    windows = {c.record_id: c.neighbours for c in RecordContext.objects.all()}
+    assert deleted not in windows and all(deleted not in n for n in windows.values())
+    assert windows[conversation[4]] == [conversation[1], conversation[2], conversation[4]]  # rebuilt, live turns
