@@ -220,9 +220,30 @@ def doc_excludes() -> list[type]:
     return [*get_lib_doc_excludes(), StrictSerializer]
 
 
-def add_tags(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-    """Postprocessing hook: the tags, described, in this order."""
+# What each path parameter names, wherever it appears.
+PATH_PARAMETERS = {
+    "memory_id": "A memory record's id (`mem_…`).",
+    "retrieval_id": "A retrieval's id (`ret_…`), from its retrieve answer.",
+    "deletion_id": "A deletion job's id (`del_…`), from the answer that started it.",
+    "thread_id": "A thread's id (`thr_…`).",
+    "event_id": "A thread event's id (`evt_…`).",
+    "workflow_id": "The workflow's id, chosen by the agent (at most 128 characters).",
+    "key": "The tool call's idempotency key, as recorded.",
+    "document_id": "A document's id.",
+    "name": "A procedure's name.",
+    "number": "A version number: 1, 2, …",
+    "proposal_id": "A proposal's id (`prp_…`).",
+}
+
+
+def tags_and_path_parameters(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """Postprocessing hook: the tags, described, in this order; and what each path parameter names."""
     result["tags"] = TAGS
+    for item in result["paths"].values():
+        for operation in item.values():
+            for parameter in operation.get("parameters", []):
+                if parameter["in"] == "path" and parameter["name"] in PATH_PARAMETERS:
+                    parameter.setdefault("description", PATH_PARAMETERS[parameter["name"]])
     return result
 
 

@@ -167,8 +167,8 @@ SPECTACULAR_SETTINGS = {
         "`Idempotency-Key`, a tool call's key)."
     ),
     "GET_LIB_DOC_EXCLUDES": "api.openapi.doc_excludes",
-    # The tags with their descriptions, in the order the docs show them.
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "api.openapi.add_tags"],
+    # The tags with their descriptions, in the order the docs show them; what path parameters name.
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "api.openapi.tags_and_path_parameters"],
     # Request and response components apart: what a client sends is not what it gets back.
     "COMPONENT_SPLIT_REQUEST": True,
     # The one PATCH (a tool call's outcome) takes a whole body, not a partial one.

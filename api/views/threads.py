@@ -152,7 +152,7 @@ class ToolCallOut(serializers.Serializer):
 
 
 EVENT_EXAMPLE = {
-    "event_id": "tev_01JZ8QC4V6B8N0M2K4J6H8G0FD", "thread_id": "thr_01JZ8QBZ0X2C4V6B8N0M2K4J6H", "seq": 3,
+    "event_id": "evt_01JZ8QC4V6B8N0M2K4J6H8G0FD", "thread_id": "thr_01JZ8QBZ0X2C4V6B8N0M2K4J6H", "seq": 3,
     "kind": "message", "role": "user", "text": "Book me on the 9:40 to Porto.", "data": {}, "corrects": None,
     "status": "recorded", "idempotency_key": "turn-3", "created_at": "2026-05-03T09:14:02.511Z", "deleted_at": None,
 }
