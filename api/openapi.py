@@ -144,6 +144,11 @@ def errors(*codes: str, bodies: dict[int, Any] | None = None) -> dict[int, OpenA
     return out
 
 
+def written(body: Any, *, new: str, again: str, status: int = 201) -> dict[int, OpenApiResponse]:
+    """The answers of an idempotent write: ``status`` when it wrote, 200 when it had written it before."""
+    return {status: OpenApiResponse(body, description=new), 200: OpenApiResponse(body, description=again)}
+
+
 def documented_codes(response: dict[str, Any]) -> set[str]:
     """The codes an error response of the generated schema documents (one example each)."""
     examples = response.get("content", {}).get("application/json", {}).get("examples", {})

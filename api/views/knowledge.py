@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 from api.authentication import scope_of
 from api.exceptions import _sentence
 from api.fields import NameField, StrictSerializer, check_json_value
-from api.openapi import AGENT, BODY, SecretFindingOut, Tags, errors
+from api.openapi import AGENT, BODY, SecretFindingOut, Tags, errors, written
 from api.paging import PageIn, page_body, window
 from memory.errors import EngramError, InvalidInput
 from memory.knowledge.deletion import deletion_payload, document_delete
@@ -189,7 +189,7 @@ class DocumentListCreateApi(APIView):
                     "chunks replaced atomically) or `unchanged`. A document holding a secret is refused whole, "
                     "with where each finding is and never its content.",
         request=DocumentIn,
-        responses={201: IngestOut, 200: IngestOut,
+        responses={**written(IngestOut, new="`created`.", again="`updated` (the next version) or `unchanged`."),
                    **errors(*BODY, *AGENT, "not_found", "document_too_large", "empty_document", "secret_detected")},
         examples=[OpenApiExample("A Markdown page", request_only=True, value=DOCUMENT_EXAMPLE)])
     def post(self, request: Request) -> Response:

@@ -22,7 +22,7 @@ from api.fields import (
     check_json_value,
     text_field,
 )
-from api.openapi import AGENT, BODY, Tags, errors
+from api.openapi import AGENT, BODY, Tags, errors, written
 from api.paging import PageIn, page_body, window
 from api.records import RECORD_EXAMPLE, FactOut, RecordOut, SourceOut
 from api.views.deletion import DeletionAcceptedOut
@@ -187,6 +187,7 @@ def _validated(serializer_class: type[serializers.Serializer], request: Request)
     return serializer.validated_data
 
 
+REPLAY = "The record stored the first time: the same `source.event_id` came with the same body."
 # The gate's refusals of a record write (memory/records/gate.py), beside the agent's and the body's.
 RECORD_WRITE = (*BODY, *AGENT, "scope_mismatch", "invalid_source_type", "namespace_forbidden", "idempotency_conflict",
                 "tombstoned", "class_not_allowed", "secret_detected")
@@ -215,7 +216,7 @@ class MemoryListCreateApi(APIView):
         description="What the user said, stored as a confirmed record through the write gate (secret scan, memory "
                     "class policy, idempotency on `source.event_id`, precedence). 201 with the new record; 200 "
                     "with the same record when the event id was seen before with the same body.",
-        request=RecordIn, responses={201: RecordWriteOut, 200: RecordWriteOut, **errors(*RECORD_WRITE)},
+        request=RecordIn, responses={**written(RecordWriteOut, new="Stored.", again=REPLAY), **errors(*RECORD_WRITE)},
         examples=[OpenApiExample("An explicit statement", value=STATEMENT_EXAMPLE, request_only=True),
                   OpenApiExample("The stored record", response_only=True, status_codes=[201], value={
                       **RECORD_EXAMPLE, "policy": ACTIVATED})])
@@ -281,7 +282,7 @@ class OutcomeCreateApi(APIView):
         description="A deterministic application outcome, stored verbatim as a confirmed record: the verified "
                     "state as `fact`, or a `reference {system, id}` with the `field` it stands for. 201 new, 200 "
                     "replay of the same `source.event_id`.",
-        request=OutcomeIn, responses={201: RecordWriteOut, 200: RecordWriteOut, **errors(*RECORD_WRITE)},
+        request=OutcomeIn, responses={**written(RecordWriteOut, new="Stored.", again=REPLAY), **errors(*RECORD_WRITE)},
         examples=[OpenApiExample("By reference", request_only=True, value={
             "namespace": ["user", "travel_preferences"], "kind": "booking", "field": "next_flight",
             "reference": {"system": "booking", "id": "BK-77"}, "text": "Booked on TP123 to Porto",
@@ -298,7 +299,9 @@ class CandidateCreateApi(APIView):
         description="A model-inferred candidate is never a fact: it is stored pending (202) and consolidated by "
                     "the worker, then kept, merged, discarded or queued for a reviewer. 200 on a replay of the "
                     "same `source.event_id`. Needs the `propose` or `write` scope.",
-        request=CandidateIn, responses={202: CandidateOut, 200: CandidateOut, **errors(*RECORD_WRITE)})
+        request=CandidateIn,
+        responses={**written(CandidateOut, status=202, new="Stored pending; consolidation decides.",
+                             again="The candidate stored the first time."), **errors(*RECORD_WRITE)})
     def post(self, request: Request) -> Response:
         data = _validated(CandidateIn, request)
         item = to_record_input(data, default_source=SourceType.MODEL_INFERRED)

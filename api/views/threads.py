@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 
 from api.authentication import scope_of
 from api.fields import StrictSerializer, check_body_scope, check_json_value, integer, text_field
-from api.openapi import AGENT, BODY, ETAG, IDEMPOTENCY_KEY, IF_MATCH, IF_NONE_MATCH, Tags, errors
+from api.openapi import AGENT, BODY, ETAG, IDEMPOTENCY_KEY, IF_MATCH, IF_NONE_MATCH, Tags, errors, written
 from api.paging import PageIn, page_body
 from memory.errors import InvalidInput
 from memory.scope import Scope
@@ -310,7 +310,9 @@ class ThreadEventsApi(APIView):
         description="The server assigns the next seq. With an Idempotency-Key, a retry returns the original event "
                     "(200).",
         parameters=[IDEMPOTENCY_KEY], request=InputSerializer,
-        responses={201: EventOut, 200: EventOut, **errors(*THREAD_WRITE, "not_found", "invalid_idempotency_key",
+        responses={**written(EventOut, new="Appended.", again="The event appended the first time with this "
+                                                                  "Idempotency-Key."),
+                   **errors(*THREAD_WRITE, "not_found", "invalid_idempotency_key",
                                                           "unknown_event", "idempotency_conflict", "event_deleted")},
         examples=[OpenApiExample("A user message", request_only=True, value={
                       "kind": "message", "role": "user", "text": "Book me on the 9:40 to Porto."}),
@@ -437,7 +439,8 @@ class CheckpointApi(APIView):
                     '`If-Match: "<version>"` from the ETag you read replaces it (200). A stale version is 412 and '
                     "nothing is written; no precondition is 428.",
         parameters=[IF_MATCH, IF_NONE_MATCH, ETAG], request=InputSerializer,
-        responses={201: CheckpointOut, 200: CheckpointOut,
+        responses={**written(CheckpointOut, new="The first checkpoint (If-None-Match: *).",
+                             again="The checkpoint replaced (If-Match matched)."),
                    **errors(*THREAD_WRITE, "invalid_workflow_id", "invalid_precondition", "unknown_thread",
                             "precondition_failed", "precondition_required")},
         examples=[OpenApiExample("The next step", request_only=True, value={
@@ -468,7 +471,8 @@ class ToolCallCreateApi(APIView):
         description="Record the call *before* its side effect; the key makes a retry return the same call (200). "
                     "The same key with other arguments is 409.",
         request=InputSerializer,
-        responses={201: ToolCallOut, 200: ToolCallOut, **errors(*THREAD_WRITE, "invalid_workflow_id",
+        responses={**written(ToolCallOut, new="Recorded.", again="The call recorded the first time with this key."),
+                   **errors(*THREAD_WRITE, "invalid_workflow_id",
                                                                 "idempotency_conflict")})
     def post(self, request: Request, workflow_id: str) -> Response:
         data = _validated(self.InputSerializer, request)

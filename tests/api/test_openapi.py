@@ -86,7 +86,7 @@ def test_every_write_has_a_json_request_body(schema):
     assert missing == []
 
 
-def test_every_operation_has_a_2xx_response_schema_an_id_a_summary_and_a_tag(schema):
+def test_every_operation_has_a_2xx_response_schema_an_id_a_summary_tags_and_described_parameters(schema):
     tags = {t["name"] for t in schema["tags"]}
     wrong = []
     for (path, method), op in operations(schema).items():
@@ -97,6 +97,8 @@ def test_every_operation_has_a_2xx_response_schema_an_id_a_summary_and_a_tag(sch
             wrong.append(f"{method} {path}: no operationId or summary")
         if not op.get("tags") or not set(op["tags"]) <= tags:
             wrong.append(f"{method} {path}: tags {op.get('tags')}")
+        wrong += [f"{method} {path}: path parameter {p['name']} undescribed" for p in op.get("parameters", [])
+                  if p["in"] == "path" and not p.get("description")]
 
     assert wrong == []
     assert len({op["operationId"] for op in operations(schema).values()}) == len(operations(schema))
