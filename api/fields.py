@@ -6,16 +6,25 @@ import json
 from typing import Any
 
 from django.conf import settings
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from api.json_values import item_problem_of
 from memory.errors import InvalidInput, ScopeMismatch
-from memory.namespaces import NAME, InvalidNamespace, to_path
+from memory.namespaces import MAX_DEPTH, NAME, InvalidNamespace, to_path
 from memory.scope import Scope
 
 MAX_VALUE_BYTES = 8000
+# NAME for JSON Schema (ECMA anchors instead of Python's).
+NAME_PATTERN = NAME.pattern.replace(r"\A", "^").replace(r"\Z", "$")
+NAMESPACE_SCHEMA = {
+    "type": "array", "items": {"type": "string", "pattern": NAME_PATTERN}, "minItems": 1, "maxItems": MAX_DEPTH,
+    "description": "Lowercase segments, outermost first, e.g. `[\"user\", \"travel_preferences\"]`.",
+    "example": ["user", "travel_preferences"],
+}
 
 
+@extend_schema_field(NAMESPACE_SCHEMA)
 class NamespaceField(serializers.Field):
     """["user", "travel_preferences"] in, "user/travel_preferences" inside."""
 
@@ -33,6 +42,15 @@ class NamespaceField(serializers.Field):
 
     def to_representation(self, value: str) -> list[str]:
         return value.split("/")
+
+
+@extend_schema_field({
+    "type": "string", "pattern": f"^{NAME_PATTERN[1:-1]}(/{NAME_PATTERN[1:-1]}){{0,{MAX_DEPTH - 1}}}$",
+    "description": "A namespace as a path of lowercase segments, e.g. `user/travel_preferences`.",
+    "example": "user/travel_preferences",
+})
+class NamespacePathField(NamespaceField):
+    """A namespace in a query string: "user/travel_preferences" (the same rules as in a body)."""
 
 
 class NameField(serializers.RegexField):

@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_htmx",
     "django_q",
     "memory",
@@ -169,10 +170,54 @@ REST_FRAMEWORK = {
         "agent_key": env_rate("ENGRAM_THROTTLE_KEY_RATE", "6000/min"),
         "anonymous": env_rate("ENGRAM_THROTTLE_ANON_RATE", "600/min"),
     },
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "api.openapi.EngramAutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
-SPECTACULAR_SETTINGS = {"TITLE": "Engram API", "VERSION": "1.0.0"}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Engram API",
+    "VERSION": "1.0.0",
+    "DESCRIPTION": (
+        "Governed long-term memory for AI agents.\n\n"
+        "Every call but `GET /api/v1/health` carries the agent key (`Authorization: Bearer egk_…`); every "
+        "call that acts for a subject also carries a principal token (`X-Engram-Principal: ept_…`, minted by "
+        "the tenant's backend with `POST /api/v1/principal-tokens`). The scope of a call is the key's "
+        "permissions and the namespaces both the key and the token allow.\n\n"
+        "Errors are `{\"code\", \"detail\"}` (plus `errors` per field when the code is `invalid`); each "
+        "operation lists the codes it can give. Another subject's or tenant's object answers 404 exactly "
+        "like a missing one. Writes are safe to retry: each carries its idempotency key (`source.event_id`, "
+        "`Idempotency-Key`, a tool call's key)."
+    ),
+    "GET_LIB_DOC_EXCLUDES": "api.openapi.doc_excludes",
+    # The tags with their descriptions, in the order the docs show them; what path parameters name.
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "api.openapi.tags_and_path_parameters"],
+    # Request and response components apart: what a client sends is not what it gets back.
+    "COMPONENT_SPLIT_REQUEST": True,
+    # The one PATCH (a tool call's outcome) takes a whole body, not a partial one.
+    "COMPONENT_SPLIT_PATCH": False,
+    "SCHEMA_PATH_PREFIX": "/api/v1",
+    # The schema endpoint does not describe itself; the docs pages are not operations either.
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": [],
+    "SERVE_AUTHENTICATION": [],
+    # Swagger UI and ReDoc from drf-spectacular-sidecar's static files: no request leaves the host.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "displayOperationId": True, "validatorUrl": None},
+    # Choice sets that several fields share get one name each (instead of a name guessed from a field).
+    "ENUM_NAME_OVERRIDES": {
+        "MemoryTypeEnum": "memory.models.MemoryType",
+        "RecordStatusEnum": "memory.models.RecordStatus",
+        "SourceTypeEnum": "memory.models.SourceType",
+        "EventKindEnum": "memory.threads.models.EventKind",
+        "EventStatusEnum": "memory.threads.models.ThreadEvent.Status",
+        "DeletionStatusEnum": "memory.deletion.models.DeletionJob.Status",
+        "ConfidenceEnum": "memory.models.Confidence",
+        "ApprovedEnum": ["approved"],
+        "KnowledgeEnum": ["knowledge"],
+        "ServiceStateEnum": ["ok", "down"],
+    },
+}
 
 # --- django-q2 -----------------------------------------------------------------------------
 # Three queues, each served by its own qcluster (`manage.py workers` starts all three; `serve` too), so that

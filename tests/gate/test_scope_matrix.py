@@ -37,6 +37,9 @@ PROC = P + "procedures/<str:name>"
 EXPECTED: dict[tuple[str, str], dict[str, tuple[int, str | None]]] = {
     (P + "health", "GET"): every(200),
     (P + "schema", "GET"): every(200),
+    # The API reference pages (Swagger UI, ReDoc) are public like the schema they read.
+    (P + "docs/", "GET"): every(200),
+    (P + "redoc/", "GET"): every(200),
     (P + "principal-tokens", "POST"): only(mint=201),
     (P + "memories", "GET"): only(read=200),
     (P + "memories", "POST"): only(write=201),
