@@ -49,6 +49,9 @@ class AgentKeyAuthentication(BaseAuthentication):
             raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <agent key>'.", code="invalid_key")
         key = agent_key_lookup(raw_key.strip())
         if key is None:
+            from api.throttling import count_failed_key
+
+            count_failed_key(request)
             raise exceptions.AuthenticationFailed("The agent key is not valid or was revoked.", code="invalid_key")
         token = request.META.get(PRINCIPAL_HEADER, "").strip()
         scope = self._scope(key, token) if token else None

@@ -58,6 +58,7 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     "invalid": (400, "A body field or query parameter is not valid; `errors` names each field."),
     "malformed_json": (400, "The body is not valid JSON."),
     "payload_too_large": (400, "The body is larger than the server accepts."),
+    "too_deep": (400, "The body's JSON is nested deeper than the server accepts."),
     "scope_mismatch": (400, "The body's `subject_id` differs from the principal token's subject."),
     "invalid_source_type": (400, "`source.type` does not belong to this write path."),
     "batch_too_large": (400, "The batch holds more items than the endpoint accepts."),
@@ -108,15 +109,20 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     "class_not_allowed": (422, "No memory class takes this namespace, or its class does not let the agent "
                                "write (or propose) there."),
     "secret_detected": (422, "The content holds a secret (key, card number, password...); nothing was stored."),
+    # 429: how often
+    "throttled": (429, "Past the agent key's rate (or, without a valid key, the address's); `Retry-After` says when "
+                       "to try again."),
     # 503: a dependency
+    "database_unavailable": (503, "The database did not answer; nothing was written. Retry later."),
     "summarizer_unavailable": (503, "The configured summarizer service failed; nothing was written."),
 }
 
 # The codes every operation that acts for a subject can give before its own code runs.
+# (throttled: past the key's rate; database_unavailable: the database did not answer, nothing was written.)
 AGENT = ("not_authenticated", "invalid_key", "principal_required", "invalid_principal", "principal_expired",
-         "tenant_mismatch", "insufficient_scope")
+         "tenant_mismatch", "insufficient_scope", "throttled", "database_unavailable")
 # ... and what any JSON body can get wrong.
-BODY = ("invalid", "malformed_json", "payload_too_large")
+BODY = ("invalid", "malformed_json", "payload_too_large", "too_deep")
 # Error answers whose body carries more than code and detail.
 ERROR_BODIES: dict[str, type[ErrorOut]] = {"precondition_failed": PreconditionFailedOut,
                                            "secret_detected": SecretDetectedOut}

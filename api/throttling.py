@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from django.db import connection
+from rest_framework import exceptions
 from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
 
@@ -102,7 +103,11 @@ class AgentKeyThrottle(SlidingWindowThrottle):
 
 
 class AnonymousThrottle(SlidingWindowThrottle):
-    """ENGRAM_THROTTLE_ANON_RATE per client address for requests without an agent key (health is exempt)."""
+    """ENGRAM_THROTTLE_ANON_RATE per client address for requests without a valid agent key.
+
+    Authentication runs before throttles, so a call with a wrong key is refused (401) before any view's
+    throttle: those are counted by ``count_failed_key`` under this rate, which is what slows a client guessing
+    keys. Health, the schema and the docs pages are not limited (served from memory, nothing to guess)."""
 
     scope = "anonymous"
 
@@ -110,3 +115,16 @@ class AnonymousThrottle(SlidingWindowThrottle):
         if isinstance(request.user, AgentPrincipal):
             return None
         return f"ip:{self.get_ident(request)}"
+
+
+class FailedKeyThrottle(AnonymousThrottle):
+    def identity(self, request: Request) -> str | None:
+        return f"bad-key:{self.get_ident(request)}"
+
+
+def count_failed_key(request: Request) -> None:
+    """Count a call whose agent key is unknown or revoked against its address: past the anonymous rate the
+    answer is 429 instead of 401, so guessing keys costs time."""
+    throttle = FailedKeyThrottle()
+    if not throttle.allow_request(request, None):
+        raise exceptions.Throttled(throttle.wait())

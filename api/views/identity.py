@@ -85,12 +85,20 @@ def queue_depths() -> dict[str, dict[str, int]]:
             for q in QUEUES}
 
 
+class QueueDepthOut(serializers.Serializer):
+    queued = serializers.IntegerField(help_text="Tasks waiting for a worker.")
+    running = serializers.IntegerField(help_text="Tasks a worker has claimed.")
+
+
 class HealthOut(serializers.Serializer):
     status = serializers.ChoiceField(choices=["ok", "degraded"])
     database = serializers.ChoiceField(choices=["ok", "down"])
     worker = serializers.ChoiceField(choices=["ok", "down"], help_text="`ok` when a task worker reported recently.")
     embeddings_pending = serializers.IntegerField(required=False, help_text="Records waiting for their embedding "
                                                                            "(absent when the database is down).")
+    queues = serializers.DictField(child=QueueDepthOut(), required=False,
+                                   help_text="Per work queue (`urgent`: deletions; `engram`: interactive; `bulk`: "
+                                             "imports), absent when the database is down.")
 
 
 class HealthApi(APIView):

@@ -157,7 +157,7 @@ class ProposalListCreateApi(_ReadOnly):
     class ProposalIn(StrictSerializer):
         subject_id = serializers.CharField(max_length=128, required=False)
         body = serializers.CharField(max_length=MAX_BODY_CHARS, trim_whitespace=False)
-        rationale = serializers.CharField(max_length=4000, required=False, default="",
+        rationale = serializers.CharField(max_length=4000, required=False, allow_blank=True, default="",
                                           help_text="Why the change is needed.")
         base_version = integer(min_value=1, required=False,
                                                 help_text="The version this change is written against "

@@ -113,6 +113,9 @@ class RetrieveOut(serializers.Serializer):
                                     help_text="Candidates left out, by reason: `expired`, `superseded`, `deleted`, "
                                               "`out_of_scope`, `below_threshold`, `duplicate`, `limit`, `budget`, "
                                               "`semantic_pending`.")
+    degraded = serializers.ListField(child=serializers.ChoiceField(choices=["semantic_unavailable"]),
+                                     help_text="What this answer had to do without: `semantic_unavailable` when the "
+                                               "embedding model failed (the ranking is lexical only).")
 
 
 class RetrieveApi(APIView):
@@ -152,7 +155,8 @@ class RetrieveApi(APIView):
                              "source_date": None, "memory_id": RECORD_EXAMPLE["memory_id"], "kind": "preference",
                              "namespace": ["user", "travel_preferences"], "score": 0.8412, "tokens": 5,
                              "content_role": "data", "flags": []}],
-                "budget": {"limit": 200, "used": 5}, "dropped": {"superseded": 1, "below_threshold": 3}})])
+                "budget": {"limit": 200, "used": 5}, "dropped": {"superseded": 1, "below_threshold": 3},
+                "degraded": []})])
     def post(self, request: Request) -> Response:
         scope = scope_of(request)
         check_body_scope(request.data, scope)

@@ -460,8 +460,8 @@ class ThreadEventBatchApi(APIView):
                 event = _validated_data(self.ItemSerializer, raw)
             except serializers.ValidationError as exc:
                 raise serializers.ValidationError({"events": {str(index): exc.detail}}) from exc
-            items.append((EventInput(kind=event["kind"], role=event["role"], text=event["text"], data=event["data"],
-                                     corrects=event["corrects"]),
+            items.append((EventInput(kind=event["kind"], role=event.get("role", ""), text=event["text"],
+                                     data=event["data"], corrects=event["corrects"]),
                           _key(event["idempotency_key"], "idempotency_key")))
         results = thread_events_append(scope=scope_of(request), thread_id=thread_id, items=items)
         created = sum(1 for r in results if r.created)
@@ -470,13 +470,18 @@ class ThreadEventBatchApi(APIView):
 
 
 class ThreadEventPopApi(APIView):
+    @extend_schema_serializer(component_name="EventPop")
+    class InputSerializer(StrictSerializer):
+        subject_id = serializers.CharField(max_length=128, required=False)
+
     @extend_schema(
         operation_id="thread_event_pop", tags=[Tags.THREADS], summary="Take the last event off",
         description="The answer holds the last recorded event's content; the row is blanked in place (like "
                     "DELETE of the event). `event` is null when no recorded event is left. Not idempotent: a "
                     "retried pop takes the next event.",
-        request=None, responses={200: PopOut, **errors(*THREAD_STATE, "not_found")})
+        request=InputSerializer, responses={200: PopOut, **errors(*BODY, *THREAD_STATE, "scope_mismatch", "not_found")})
     def post(self, request: Request, thread_id: str) -> Response:
+        _validated(self.InputSerializer, request)
         event = thread_event_pop(scope=scope_of(request), thread_id=thread_id)
         return Response({"thread_id": thread_id, "event": event_payload(event) if event else None})
 

@@ -118,7 +118,8 @@ def test_credentials_are_documented_per_operation(schema):
 
 
 def test_every_operation_documents_the_errors_any_caller_can_meet(schema):
-    """Credentials (401/403) on every authenticated operation, 400 on every body or query, 404 on every
+    """Credentials (401/403), the rate limit (429) and the database's absence (503) on every authenticated
+    operation, 400 on every body or query, 404 on every
     operation that reads an object named in its path; every error lists its codes with their status."""
     wrong = []
     for (path, method), op in operations(schema).items():
@@ -130,7 +131,7 @@ def test_every_operation_documents_the_errors_any_caller_can_meet(schema):
                 wrong.append(f"{method} {path}: {status} lists {names}")
         if "security" in op:
             needed = set(AGENT) - ({"principal_required"} if len(op["security"][0]) == 1 else set())
-            listed = codes.get("401", set()) | codes.get("403", set())
+            listed = set().union(*(codes.get(status, set()) for status in ("401", "403", "429", "503")))
             if needed - listed:
                 wrong.append(f"{method} {path}: missing {sorted(needed - listed)}")
         takes_input = "requestBody" in op or any(p["in"] == "query" for p in op.get("parameters", []))

@@ -44,10 +44,15 @@ def test_health_is_never_throttled(three_a_minute, client):
     assert {client.get("/api/v1/health").status_code for _ in range(5)} == {200}
 
 
-def test_requests_without_a_key_are_limited_per_address(three_a_minute, client):
-    statuses = [client.get("/api/v1/schema").status_code for _ in range(3)]
+def test_guessing_keys_is_limited_per_address(three_a_minute, client):
+    guesses = [client.get(URL, HTTP_AUTHORIZATION=f"Bearer egk_guess{n}") for n in range(3)]
 
-    assert statuses[:2] == [200, 200] and statuses[2] == 429
+    assert [r.status_code for r in guesses] == [401, 401, 429]
+    assert guesses[2].json()["code"] == "throttled" and int(guesses[2]["Retry-After"]) >= 1
+
+
+def test_the_contract_is_served_without_a_limit(three_a_minute, client):
+    assert {client.get(path).status_code for path in ["/api/v1/schema"] * 3 + ["/api/v1/docs/"] * 3} == {200}
 
 
 def test_clearing_the_result_cache_does_not_reset_the_limits(three_a_minute, agent):
