@@ -1,6 +1,7 @@
 # Engram: `make run` serves UI + API + worker on 127.0.0.1:$(PORT); `make test` runs every check.
 # Both do all set-up on a fresh machine: venv, torch (CPU, from the local wheel dir) first, the
-# project with dev extras, the embedded database, migrations.
+# project with dev extras and the Python client (clients/python) with its integrations, the embedded
+# database, migrations.
 
 PYTHON ?= python3
 VENV := .venv
@@ -9,8 +10,9 @@ PIP := $(VENV)/bin/pip
 PORT ?= 8000
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
-# Reinstall whenever pyproject.toml changes.
-STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
+CLIENT := clients/python
+# Reinstall whenever pyproject.toml or the client's changes.
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(CLIENT)/pyproject.toml | sha1sum | cut -c1-12)
 
 # axe-core (MPL-2.0) runs the accessibility check inside the browser tests; installed from the npm
 # registry into var/ (gitignored), pinned so a new rule release cannot change the verdict unseen.
@@ -22,11 +24,12 @@ AXE := var/node/node_modules/axe-core/axe.min.js
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): pyproject.toml | $(PY)
+$(STAMP): pyproject.toml $(CLIENT)/pyproject.toml | $(PY)
 	$(PIP) install --upgrade pip setuptools wheel
 	# torch first and pinned: an unpinned torch would pull a multi-GB CUDA build.
 	$(PIP) install torch==2.13.0
-	$(PIP) install -e '.[dev]'
+	# The server with its dev tools, and the Python client with every integration (its tests run here).
+	$(PIP) install -e '.[dev]' -e './$(CLIENT)[all]'
 	rm -f $(VENV)/.installed-*
 	touch $@
 

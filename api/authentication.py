@@ -10,7 +10,13 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
-from memory.identity.services import PrincipalClaims, TokenInvalid, agent_key_lookup, principal_token_verify
+from memory.identity.services import (
+    PrincipalClaims,
+    TokenInvalid,
+    agent_key_is_active,
+    agent_key_lookup,
+    principal_token_verify,
+)
 from memory.models import AgentKey, Subject
 from memory.namespaces import intersect_prefixes
 from memory.scope import Scope
@@ -43,6 +49,9 @@ class AgentKeyAuthentication(BaseAuthentication):
             raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <agent key>'.", code="invalid_key")
         key = agent_key_lookup(raw_key.strip())
         if key is None:
+            from api.throttling import count_failed_key
+
+            count_failed_key(request)
             raise exceptions.AuthenticationFailed("The agent key is not valid or was revoked.", code="invalid_key")
         token = request.META.get(PRINCIPAL_HEADER, "").strip()
         scope = self._scope(key, token) if token else None
@@ -57,6 +66,10 @@ class AgentKeyAuthentication(BaseAuthentication):
             raise exceptions.PermissionDenied(
                 "The principal token belongs to another tenant than the agent key.", code="tenant_mismatch"
             )
+        # A token lives only as long as the key that minted it (the presenting key was just checked).
+        if claims.key_id is not None and claims.key_id != key.pk and not agent_key_is_active(claims.key_id):
+            raise exceptions.AuthenticationFailed("The key that minted this principal token was revoked.",
+                                                  code="principal_revoked")
         subject = Subject.objects.filter(tenant_id=key.tenant_id, external_id=claims.subject_external_id).first()
         if subject is None:
             raise exceptions.AuthenticationFailed("The token's subject no longer exists.", code="invalid_principal")

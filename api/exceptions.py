@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
+from django.db import DataError, InterfaceError, OperationalError
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -35,6 +37,27 @@ def _sentence(errors: Any) -> str:
     return "; ".join(parts) or "The request is not valid."
 
 
+# psycopg errors that mean "busy, try again" rather than "unreachable".
+_BUSY = ("DeadlockDetected", "LockNotAvailable", "QueryCanceled", "SerializationFailure")
+RETRY_AFTER_SECONDS = 2
+
+
+def database_error_body(exc: Exception) -> tuple[dict[str, str], int] | None:
+    """A database that is down, restarting or overloaded is a 503 the client may retry (with the same
+    source.event_id / Idempotency-Key, which makes the retry safe); a value the database cannot store is
+    the client's 400. None for anything else."""
+    if isinstance(exc, OperationalError | InterfaceError):
+        if type(exc.__cause__).__name__ in _BUSY:
+            return {"code": "database_busy",
+                    "detail": "The database is busy; retry the same request shortly."}, 503
+        return {"code": "database_unavailable",
+                "detail": "The database is unavailable; retry the same request shortly."}, 503
+    if isinstance(exc, DataError):
+        logger.warning("database refused a value: %s", exc)
+        return {"code": "invalid", "detail": "A value is out of range or cannot be stored."}, 400
+    return None
+
+
 def record_refusals(request: Any, errors: list[EngramError]) -> None:
     """Gate refusals (secret_detected, class_not_allowed, ...) are counted by code for operators;
     the refused content is never stored (memory/refusals.py)."""
@@ -48,6 +71,13 @@ def record_refusals(request: Any, errors: list[EngramError]) -> None:
 
 
 def engram_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    database = database_error_body(exc)
+    if database is not None:
+        body, status_code = database
+        response = Response(body, status=status_code)
+        if status_code == 503:
+            response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
     if isinstance(exc, EngramError):
         record_refusals(context.get("request"), [exc])
         return Response({"code": exc.code, "detail": exc.detail, **exc.extra}, status=exc.status)
@@ -67,6 +97,9 @@ def engram_exception_handler(exc: Exception, context: dict[str, Any]) -> Respons
         codes = exc.get_codes()
         code = codes if isinstance(codes, str) else exc.default_code
         response = Response({"code": code, "detail": str(exc.detail)}, status=exc.status_code)
+        wait = getattr(exc, "wait", None)  # set on Throttled
+        if isinstance(exc, exceptions.Throttled) and wait is not None:
+            response["Retry-After"] = str(max(1, math.ceil(wait)))
         if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
             response.status_code = 401
             response["WWW-Authenticate"] = 'Bearer realm="engram"'

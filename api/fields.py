@@ -6,15 +6,25 @@ import json
 from typing import Any
 
 from django.conf import settings
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from memory.errors import ScopeMismatch
-from memory.namespaces import NAME, InvalidNamespace, to_path
+from api.json_values import item_problem_of
+from memory.errors import InvalidInput, ScopeMismatch
+from memory.namespaces import MAX_DEPTH, NAME, InvalidNamespace, to_path
 from memory.scope import Scope
 
 MAX_VALUE_BYTES = 8000
+# NAME for JSON Schema (ECMA anchors instead of Python's).
+NAME_PATTERN = NAME.pattern.replace(r"\A", "^").replace(r"\Z", "$")
+NAMESPACE_SCHEMA = {
+    "type": "array", "items": {"type": "string", "pattern": NAME_PATTERN}, "minItems": 1, "maxItems": MAX_DEPTH,
+    "description": "Lowercase segments, outermost first, e.g. `[\"user\", \"travel_preferences\"]`.",
+    "example": ["user", "travel_preferences"],
+}
 
 
+@extend_schema_field(NAMESPACE_SCHEMA)
 class NamespaceField(serializers.Field):
     """["user", "travel_preferences"] in, "user/travel_preferences" inside."""
 
@@ -34,6 +44,15 @@ class NamespaceField(serializers.Field):
         return value.split("/")
 
 
+@extend_schema_field({
+    "type": "string", "pattern": f"^{NAME_PATTERN[1:-1]}(/{NAME_PATTERN[1:-1]}){{0,{MAX_DEPTH - 1}}}$",
+    "description": "A namespace as a path of lowercase segments, e.g. `user/travel_preferences`.",
+    "example": "user/travel_preferences",
+})
+class NamespacePathField(NamespaceField):
+    """A namespace in a query string: "user/travel_preferences" (the same rules as in a body)."""
+
+
 class NameField(serializers.RegexField):
     def __init__(self, **kwargs: Any) -> None:
         # Not trimmed: a name with surrounding whitespace or a newline is refused, not quietly repaired.
@@ -49,6 +68,24 @@ def check_json_value(value: Any) -> Any:
     if len(json.dumps(value, default=str)) > MAX_VALUE_BYTES:
         raise serializers.ValidationError(f"The value is larger than {MAX_VALUE_BYTES} bytes.")
     return value
+
+
+def item_problem(item: Any) -> InvalidInput | None:
+    """A batch item's JSON problem (NUL, lone surrogate, out-of-range number, too deep) as its error.
+
+    The body parser skips the items of ``per_item_fields`` so that a batch endpoint can answer one bad
+    item with this error and still write the others."""
+    problem = item_problem_of(item)
+    return None if problem is None else InvalidInput(problem.sentence(), code=problem.code)
+
+
+# Query and path integers (offsets, sequence numbers, versions) fit PostgreSQL's integer column type;
+# an unbounded IntegerField lets 2**63 through to an OFFSET or a comparison that overflows.
+MAX_QUERY_INT = 2**31 - 1
+
+
+def integer(*, max_value: int = MAX_QUERY_INT, **kwargs: Any) -> serializers.IntegerField:
+    return serializers.IntegerField(max_value=max_value, **kwargs)
 
 
 class StrictSerializer(serializers.Serializer):

@@ -7,12 +7,14 @@ from typing import Any
 
 from rest_framework import serializers
 
+from api.fields import integer
+
 
 class PageIn(serializers.Serializer):
     """The paging query parameters; a list endpoint's filters extend it."""
 
-    limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
-    offset = serializers.IntegerField(min_value=0, default=0)
+    limit = integer(min_value=1, max_value=200, default=50)
+    offset = integer(min_value=0, default=0)  # bounded: 2**63 would overflow the query's OFFSET
 
 
 def window(params: dict[str, Any]) -> slice:

@@ -1,8 +1,8 @@
 """/api/v1/. Each area keeps its own url module so the areas can grow independently."""
 
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView
 
+from api import docs
 from api.views import identity, memories
 
 app_name = "api"
@@ -24,5 +24,9 @@ urlpatterns = [
     path("memories/<str:memory_id>/correct", memories.MemoryCorrectApi.as_view(), name="memory-correct"),
     path("outcomes", memories.OutcomeCreateApi.as_view(), name="outcomes"),
     path("candidates", memories.CandidateCreateApi.as_view(), name="candidates"),
-    path("schema", SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[]), name="schema"),
+    # The contract, public like the health check: the OpenAPI document, and two readers of it served from
+    # this host (drf-spectacular-sidecar's files; no request leaves it).
+    path("schema", docs.SchemaView.as_view(), name="schema"),
+    path("docs/", docs.swagger_ui, name="docs"),
+    path("redoc/", docs.redoc, name="redoc"),
 ]

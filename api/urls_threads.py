@@ -8,6 +8,9 @@ urlpatterns = [
     path("threads", threads.ThreadListCreateApi.as_view(), name="threads"),
     path("threads/<str:thread_id>", threads.ThreadDetailApi.as_view(), name="thread-detail"),
     path("threads/<str:thread_id>/events", threads.ThreadEventsApi.as_view(), name="thread-events"),
+    # Before events/<event_id>, so "pop" and "batch" are not taken for event ids.
+    path("threads/<str:thread_id>/events/pop", threads.ThreadEventPopApi.as_view(), name="thread-events-pop"),
+    path("threads/<str:thread_id>/events/batch", threads.ThreadEventBatchApi.as_view(), name="thread-events-batch"),
     path("threads/<str:thread_id>/events/<str:event_id>", threads.ThreadEventDetailApi.as_view(),
          name="thread-event-detail"),
     path("threads/<str:thread_id>/summaries", threads.ThreadSummariesApi.as_view(), name="thread-summaries"),

@@ -44,6 +44,9 @@ def ensure_server(base_dir: Path, *, database: str = APP_DB_NAME) -> str:
             return socket_dir
         except Exception as exc:  # noqa: BLE001 - any failure here is "not up yet"
             last_error = exc
+            # pgserver caches its handle per process and would hand back the one of a server that has since
+            # stopped (a restart, a crash): forget it, so the next attempt starts the server again.
+            pgserver.PostgresServer._instances.pop(datadir.resolve(), None)
             time.sleep(0.5)
     raise RuntimeError(f"embedded PostgreSQL did not come up under {datadir}: {last_error}")
 

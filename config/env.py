@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
@@ -50,3 +51,16 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+_RATE = re.compile(r"^\d+/(s|sec|second|m|min|minute|h|hour|d|day)$")
+
+
+def env_rate(name: str, default: str) -> str | None:
+    """A DRF throttle rate such as "6000/min"; empty or "off" turns the limit off (None)."""
+    raw = os.environ.get(name, default).strip()
+    if raw.lower() in ("", "off", "none"):
+        return None
+    if not _RATE.match(raw):
+        raise ImproperlyConfigured(f"{name} must look like 100/s, 6000/min, 1000/hour or 'off', got {raw!r}")
+    return raw

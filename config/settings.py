@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_float, env_int, env_list, env_str
+from config.env import env_bool, env_float, env_int, env_list, env_rate, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -38,6 +40,7 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_htmx",
     "django_q",
     "memory",
@@ -114,12 +117,20 @@ if env_str("ENGRAM_TEST_DB_NAME"):
     DATABASES["default"]["TEST"]["NAME"] = env_str("ENGRAM_TEST_DB_NAME")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# Shared cache backend (database) so that invalidation on one node reaches every node.
+# Shared cache backend (database) so that invalidation on one node reaches every node. "default" holds
+# disposable cached results and is cleared whole by a deletion; "coordination" holds what a deletion must not
+# wipe: the workers' heartbeats (the health check's worker status). Rate-limit counters have a table of their
+# own (api.models.ThrottleCounter: one atomic upsert a request).
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.db.DatabaseCache",
         "LOCATION": "engram_cache",
-    }
+    },
+    "coordination": {
+        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+        "LOCATION": "engram_coordination",
+        "OPTIONS": {"MAX_ENTRIES": 100_000},
+    },
 }
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -141,23 +152,85 @@ WHITENOISE_USE_FINDERS = True
 
 # Bodies above this are refused with 400 payload_too_large (a batch of 500 items fits).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("ENGRAM_MAX_BODY_BYTES", 5 * 1024 * 1024)
+# JSON bodies nested deeper than this are refused with 400 too_deep (a batch item's own nesting counts from
+# the body's top level).
+ENGRAM_MAX_JSON_DEPTH = env_int("ENGRAM_MAX_JSON_DEPTH", 64)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["api.authentication.AgentKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["api.permissions.HasPrincipal"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # JSON only, checked as a whole (NUL, lone surrogates, 64-bit integers, depth) before any view runs.
+    "DEFAULT_PARSER_CLASSES": ["api.parsers.EngramJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "api.exceptions.engram_exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Rate limits per agent key (and per address without one), counted in PostgreSQL so every process and
+    # node enforces the same limit: 429 {"code": "throttled"} with Retry-After. "off" disables one.
+    "DEFAULT_THROTTLE_CLASSES": ["api.throttling.AgentKeyThrottle", "api.throttling.AnonymousThrottle"],
+    "DEFAULT_THROTTLE_RATES": {
+        "agent_key": env_rate("ENGRAM_THROTTLE_KEY_RATE", "6000/min"),
+        "anonymous": env_rate("ENGRAM_THROTTLE_ANON_RATE", "600/min"),
+    },
+    "DEFAULT_SCHEMA_CLASS": "api.openapi.EngramAutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
-SPECTACULAR_SETTINGS = {"TITLE": "Engram API", "VERSION": "1.0.0"}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Engram API",
+    "VERSION": "1.0.0",
+    "DESCRIPTION": (
+        "Governed long-term memory for AI agents.\n\n"
+        "Every call but `GET /api/v1/health` carries the agent key (`Authorization: Bearer egk_…`); every "
+        "call that acts for a subject also carries a principal token (`X-Engram-Principal: ept_…`, minted by "
+        "the tenant's backend with `POST /api/v1/principal-tokens`). The scope of a call is the key's "
+        "permissions and the namespaces both the key and the token allow.\n\n"
+        "Errors are `{\"code\", \"detail\"}` (plus `errors` per field when the code is `invalid`); each "
+        "operation lists the codes it can give. Another subject's or tenant's object answers 404 exactly "
+        "like a missing one. Writes are safe to retry: each carries its idempotency key (`source.event_id`, "
+        "`Idempotency-Key`, a tool call's key)."
+    ),
+    "GET_LIB_DOC_EXCLUDES": "api.openapi.doc_excludes",
+    # The tags with their descriptions, in the order the docs show them; what path parameters name.
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "api.openapi.tags_and_path_parameters"],
+    # Request and response components apart: what a client sends is not what it gets back.
+    "COMPONENT_SPLIT_REQUEST": True,
+    # The one PATCH (a tool call's outcome) takes a whole body, not a partial one.
+    "COMPONENT_SPLIT_PATCH": False,
+    "SCHEMA_PATH_PREFIX": "/api/v1",
+    # The schema endpoint does not describe itself; the docs pages are not operations either.
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": [],
+    "SERVE_AUTHENTICATION": [],
+    # Swagger UI and ReDoc from drf-spectacular-sidecar's static files: no request leaves the host.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "displayOperationId": True, "validatorUrl": None},
+    # Choice sets that several fields share get one name each (instead of a name guessed from a field).
+    "ENUM_NAME_OVERRIDES": {
+        "MemoryTypeEnum": "memory.models.MemoryType",
+        "RecordStatusEnum": "memory.models.RecordStatus",
+        "SourceTypeEnum": "memory.models.SourceType",
+        "EventKindEnum": "memory.threads.models.EventKind",
+        "EventStatusEnum": "memory.threads.models.ThreadEvent.Status",
+        "DeletionStatusEnum": "memory.deletion.models.DeletionJob.Status",
+        "ConfidenceEnum": "memory.models.Confidence",
+        "ApprovedEnum": ["approved"],
+        "KnowledgeEnum": ["knowledge"],
+        "ServiceStateEnum": ["ok", "down"],
+    },
+}
 
 # --- django-q2 -----------------------------------------------------------------------------
+# Three queues, each served by its own qcluster (`manage.py workers` starts all three; `serve` too), so that
+# no class of work waits behind another (memory/tasks.py routes every task):
+#   urgent  - deletion and erasure jobs: privacy work a person is waiting on, never behind an import;
+#   engram  - short interactive work: one record's embedding, consolidation, summaries, schedules;
+#   bulk    - batch imports' embeddings and document embeddings: large, and fine to run behind the others.
+# A task a worker claimed is leased for `retry` seconds: if the worker dies (SIGKILL, a lost node) the task
+# is delivered again after the lease expires, and every task is safe to run twice.
 Q_CLUSTER = {
-    "name": "engram",
+    "name": "engram",  # the default (interactive) queue; also the signing salt every queue shares
     "orm": "default",
-    "workers": env_int("ENGRAM_Q_WORKERS", 2),
+    "workers": env_int("ENGRAM_Q_WORKERS", 1),
     "timeout": 120,
     "retry": 180,  # > timeout, as django-q2 requires; a re-delivered task must be idempotent
     "max_attempts": 5,
@@ -167,7 +240,37 @@ Q_CLUSTER = {
     "sync": env_bool("ENGRAM_Q_SYNC", False),
     "label": "Tasks",
     "log_level": env_str("ENGRAM_Q_LOG_LEVEL", "WARNING"),
+    # Worker heartbeats, out of reach of the deletion's cache purge (which would report the workers down).
+    "cache": "coordination",
+    "ALT_CLUSTERS": {
+        "urgent": {
+            "workers": env_int("ENGRAM_Q_URGENT_WORKERS", 1),
+            "timeout": env_int("ENGRAM_Q_URGENT_TIMEOUT", 120),
+            # A job claimed by a worker that died is picked up again this many seconds after the claim.
+            "retry": env_int("ENGRAM_Q_URGENT_RETRY", 150),
+            "max_attempts": 0,  # retried until it completes: a deletion is never given up by the queue
+            "poll": 0.1,
+        },
+        "bulk": {
+            "workers": env_int("ENGRAM_Q_BULK_WORKERS", 1),
+            "timeout": 600,
+            "retry": 660,
+        },
+    },
 }
+# Threads each process gives the embedding model (torch intra-op threads). One process per queue embeds;
+# the bulk worker gets every core (it runs at a lower CPU priority, ENGRAM_Q_BULK_NICE, so web requests and
+# deletions come first), the others and each web worker one thread: several processes each running a
+# multi-threaded model on two cores only slow each other down.
+ENGRAM_BULK_EMBED_THREADS = env_int("ENGRAM_BULK_EMBED_THREADS", os.cpu_count() or 1)
+ENGRAM_Q_BULK_NICE = env_int("ENGRAM_Q_BULK_NICE", 10)
+# The embedding model's directory (a sentence-transformers model); empty: the packaged all-MiniLM-L6-v2.
+ENGRAM_EMBEDDING_MODEL_PATH = env_str("ENGRAM_EMBEDDING_MODEL_PATH", "")
+# After the model fails, retrieval runs lexical-only and the model is tried again after this many seconds.
+ENGRAM_EMBEDDER_RETRY_SECONDS = env_float("ENGRAM_EMBEDDER_RETRY_SECONDS", 30.0)
+# Load the embedding model when a worker or web process starts instead of in its first task or request
+# (about 8 s of torch import).
+ENGRAM_WARMUP = env_bool("ENGRAM_WARMUP", True)
 
 # --- Engram --------------------------------------------------------------------------------
 # Principal tokens: default and maximum lifetime (seconds).
@@ -177,6 +280,9 @@ ENGRAM_PRINCIPAL_TOKEN_MAX_TTL = env_int("ENGRAM_PRINCIPAL_TOKEN_MAX_TTL", 7 * 2
 ENGRAM_FERNET_KEYS = env_list("ENGRAM_FERNET_KEYS", [])
 # Longest text accepted in a record's text or an event's text.
 ENGRAM_MAX_TEXT_CHARS = env_int("ENGRAM_MAX_TEXT_CHARS", 4000)
+# Largest JSON ``data`` of one thread event (bytes): a framework's conversation item (a tool's output,
+# an encrypted envelope) is stored there whole, so it gets more room than a record's fact value.
+ENGRAM_MAX_EVENT_DATA_BYTES = env_int("ENGRAM_MAX_EVENT_DATA_BYTES", 256 * 1024)
 # Thread state (events, summaries, checkpoints, tool calls) idle this long is deleted daily; 0 keeps it.
 ENGRAM_THREAD_RETENTION_DAYS = env_int("ENGRAM_THREAD_RETENTION_DAYS", 90)
 # Thread summarizer: the OpenAI-compatible adapter is on only when a URL is set (e.g. https://host/v1);
@@ -198,6 +304,29 @@ ENGRAM_DELETION_RETRY_BASE_SECONDS = env_float("ENGRAM_DELETION_RETRY_BASE_SECON
 # longer documents are refused.
 ENGRAM_KNOWLEDGE_SYNC_EMBED_CHUNKS = env_int("ENGRAM_KNOWLEDGE_SYNC_EMBED_CHUNKS", 64)
 ENGRAM_KNOWLEDGE_MAX_DOCUMENT_CHARS = env_int("ENGRAM_KNOWLEDGE_MAX_DOCUMENT_CHARS", 1_000_000)
+
+# --- Production ---------------------------------------------------------------------------
+# ENGRAM_PRODUCTION=1 switches on everything `manage.py check --deploy` asks for: HTTPS redirect (health
+# exempt, for load balancers probing over plain HTTP), HSTS, secure session and CSRF cookies; it also
+# refuses to start without ENGRAM_SECRET_KEY or with debug on. Each knob can still be set on its own.
+# Behind a TLS-terminating proxy that sets X-Forwarded-Proto (and strips a client's own), set
+# ENGRAM_BEHIND_PROXY=1 so requests it forwarded as HTTPS count as secure.
+ENGRAM_PRODUCTION = env_bool("ENGRAM_PRODUCTION", False)
+if ENGRAM_PRODUCTION:
+    if not env_str("ENGRAM_SECRET_KEY"):
+        raise ImproperlyConfigured("ENGRAM_PRODUCTION needs ENGRAM_SECRET_KEY, shared by every node.")
+    if DEBUG:
+        raise ImproperlyConfigured("ENGRAM_PRODUCTION and ENGRAM_DEBUG cannot both be on.")
+SECURE_SSL_REDIRECT = env_bool("ENGRAM_SSL_REDIRECT", ENGRAM_PRODUCTION)
+SECURE_REDIRECT_EXEMPT = [r"^api/v1/health$"]
+SECURE_HSTS_SECONDS = env_int("ENGRAM_HSTS_SECONDS", 31_536_000 if ENGRAM_PRODUCTION else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("ENGRAM_HSTS_INCLUDE_SUBDOMAINS", ENGRAM_PRODUCTION)
+# Only a header: a domain is on browsers' preload lists after its owner submits it.
+SECURE_HSTS_PRELOAD = env_bool("ENGRAM_HSTS_PRELOAD", ENGRAM_PRODUCTION)
+SESSION_COOKIE_SECURE = env_bool("ENGRAM_SECURE_COOKIES", ENGRAM_PRODUCTION)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+if env_bool("ENGRAM_BEHIND_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 LOGGING = {
     "version": 1,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.http import HttpRequest
 
 from memory.models import (
@@ -73,9 +73,40 @@ class MemoryClassAdmin(admin.ModelAdmin):
 
 @admin.register(AgentKey)
 class AgentKeyAdmin(ReadOnlyAdmin):
+    """Keys are created with manage.py create_agent_key (the secret is shown once); here they are revoked or
+    rotated, which takes effect on the next request and ends the principal tokens the key minted."""
+
     list_display = ["name", "prefix", "tenant", "permissions", "namespaces", "created_at", "revoked_at"]
     list_select_related = ["tenant"]
+    list_filter = ["tenant"]
     exclude = ["key_hash"]
+    actions = ["revoke", "rotate"]
+
+    def _actor(self, request: HttpRequest) -> str:
+        return f"user:{request.user.pk}"
+
+    @admin.action(description="Revoke the selected keys (and the principal tokens they minted)")
+    def revoke(self, request: HttpRequest, queryset: Any) -> None:
+        from memory.identity.services import agent_key_revoke
+
+        keys = [agent_key_revoke(key=key, actor=self._actor(request)) for key in queryset]
+        self.message_user(request, f"Revoked {len(keys)} key(s): {', '.join(k.prefix for k in keys)}.",
+                          messages.SUCCESS)
+
+    @admin.action(description="Rotate the selected keys (new secrets shown once; old keys revoked now)")
+    def rotate(self, request: HttpRequest, queryset: Any) -> None:
+        from memory.errors import EngramError
+        from memory.identity.services import agent_key_rotate
+
+        for key in queryset:
+            try:
+                new, raw = agent_key_rotate(key=key, actor=self._actor(request))
+            except EngramError as exc:
+                self.message_user(request, f"{key.prefix}: {exc.detail}", messages.ERROR)
+                continue
+            # Shown once, like the command's output: only the hash is stored.
+            self.message_user(request, f"{key.name} ({key.prefix}…) rotated; the new key is {raw} — copy it now, "
+                                       "it is not shown again.", messages.WARNING)
 
 
 @admin.register(MemoryRecord)

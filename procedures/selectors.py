@@ -48,7 +48,7 @@ def version_get(*, scope: Scope, name: str, number: int | None = None) -> Proced
     scope.require(READ)
     procedure = visible_procedure(scope=scope, name=name)
     version = (ProcedureVersion.objects.select_related("procedure", "approved_by")
-               .filter(procedure=procedure, number=number or procedure.current_number).first())
+               .filter(procedure=procedure, number=procedure.current_number if number is None else number).first())
     if version is None:
         raise NotFound(f"Procedure '{name}' has no version {number}.")
     return version

@@ -37,6 +37,11 @@ STATUS_CHOICES = [("", "Any status"), ("active", "Current"), ("candidate", "Unco
 SOURCE_CHOICES = [("", "Any source"), *((code, SOURCE_WORDS[code]) for code in SourceType.values)]
 
 
+# A record reads as deleted from the DELETE on, but its job blanks the content later: until then the person
+# still sees it here, marked as being deleted (with its job); once blank it is gone from the page.
+_GONE = Q(status=RecordStatus.DELETED, text="")
+
+
 def search_query(text: str) -> SearchQuery | None:
     """Every word must match, as a prefix ("ais" finds "aisle"); stemmed like the stored vectors."""
     words = [w.strip("-") for w in _WORD.findall(text)][:MAX_SEARCH_WORDS]
@@ -49,7 +54,7 @@ def search_query(text: str) -> SearchQuery | None:
 def my_records(*, scope: Scope, q: str = "", namespace: str = "", status: str = "",
                source: str = "") -> QuerySet[MemoryRecord]:
     """The person's records matching the search and filters, newest first (ties broken by id: a stable order)."""
-    qs = MemoryRecord.objects.for_scope(scope).exclude(status=RecordStatus.DELETED)
+    qs = MemoryRecord.objects.for_scope(scope).exclude(_GONE)
     if namespace:
         qs = qs.under([namespace])  # type: ignore[attr-defined]
     if source:
@@ -72,7 +77,7 @@ def my_records(*, scope: Scope, q: str = "", namespace: str = "", status: str = 
 
 def my_namespaces(*, scope: Scope) -> list[str]:
     """Every namespace (and each of its parents) the person has memories in, for the filter."""
-    found = (MemoryRecord.objects.for_scope(scope).exclude(status=RecordStatus.DELETED)
+    found = (MemoryRecord.objects.for_scope(scope).exclude(_GONE)
              .order_by().values_list("namespace", flat=True).distinct())
     prefixes: set[str] = set()
     for namespace in found:

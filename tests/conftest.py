@@ -192,16 +192,18 @@ def login(page: Any, base_url: str, username: str, password: str) -> None:
 # --- A real django-q2 worker ----------------------------------------------------------------------
 @pytest.fixture
 def qcluster(transactional_db: Any) -> Any:
-    """Start `manage.py qcluster` against the test database; stopped (before the flush) after the test."""
+    """Start `manage.py workers` (a qcluster per queue) against the test database; stopped (before the flush)
+    after the test. Models load on first use (no warm-up): most worker tests never embed."""
     import subprocess
     import sys
     from pathlib import Path
 
     from django.db import connection
 
-    env = {**os.environ, "ENGRAM_DB_NAME": connection.settings_dict["NAME"], "ENGRAM_Q_WORKERS": "1"}
+    env = {**os.environ, "ENGRAM_DB_NAME": connection.settings_dict["NAME"], "ENGRAM_Q_WORKERS": "1",
+           "ENGRAM_WARMUP": "0"}
     root = Path(__file__).resolve().parent.parent
-    process = subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=root, env=env,
+    process = subprocess.Popen([sys.executable, "manage.py", "workers"], cwd=root, env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     yield process
     process.terminate()

@@ -38,7 +38,8 @@ def health(port: int) -> dict | None:
 @pytest.mark.django_db(transaction=True)
 def test_it_serves_the_api_with_a_live_worker_and_stops_everything_on_ctrl_c():
     port = free_port()
-    env = {**os.environ, "ENGRAM_DB_NAME": connection.settings_dict["NAME"], "ENGRAM_Q_WORKERS": "1"}
+    env = {**os.environ, "ENGRAM_DB_NAME": connection.settings_dict["NAME"], "ENGRAM_Q_WORKERS": "1",
+           "ENGRAM_WARMUP": "0"}
     process = subprocess.Popen([sys.executable, "manage.py", "serve", "--port", str(port), "--workers", "1"],
                                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

@@ -3,25 +3,49 @@
 from __future__ import annotations
 
 from django.db import connection
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.authentication import principal_of
-from api.fields import NamespaceField, StrictSerializer
+from api.fields import NamespaceField, StrictSerializer, integer
+from api.openapi import AGENT, BODY, Tags, errors
 from api.permissions import HasAgentKey
 from memory.identity.services import principal_token_mint, principal_token_verify
+
+
+class PrincipalTokenOut(serializers.Serializer):
+    token = serializers.CharField(help_text="Send as `X-Engram-Principal` with the agent key.")
+    subject_id = serializers.CharField()
+    expires_at = serializers.IntegerField(help_text="Unix time, in seconds.")
+    namespaces = serializers.ListField(child=serializers.CharField(), allow_null=True,
+                                       help_text="The granted namespaces as paths (`user/travel_preferences`); "
+                                                 "null: every namespace the agent key allows.")
 
 
 class PrincipalTokenCreateApi(APIView):
     permission_classes = [HasAgentKey]
 
+    @extend_schema_serializer(component_name="PrincipalToken")
     class InputSerializer(StrictSerializer):
-        subject_id = serializers.CharField(max_length=128)
-        ttl = serializers.IntegerField(required=False, min_value=1)
-        namespaces = serializers.ListField(child=NamespaceField(), required=False, allow_empty=False)
+        subject_id = serializers.CharField(max_length=128, help_text="The tenant's own id for the subject; the "
+                                                                     "subject is created on first use.")
+        ttl = integer(required=False, min_value=1, help_text="Lifetime in seconds (default and "
+                                                                              "maximum are the server's).")
+        namespaces = serializers.ListField(child=NamespaceField(), required=False, allow_empty=False,
+                                           help_text="Narrow the token to these namespaces; never wider than the "
+                                                     "agent key.")
 
+    @extend_schema(
+        operation_id="principal_token_mint", tags=[Tags.IDENTITY], summary="Mint a principal token",
+        description="For the tenant's trusted backend: a signed, expiring token naming the subject an agent acts "
+                    "for. Needs the `mint` scope; no principal token is needed to call it.",
+        request=InputSerializer,
+        responses={201: PrincipalTokenOut, **errors(*BODY, *AGENT, "invalid_ttl", "namespace_forbidden")},
+        examples=[OpenApiExample("For a user, narrowed", request_only=True, value={
+            "subject_id": "usr_42", "ttl": 900, "namespaces": [["user", "travel_preferences"]]})])
     def post(self, request: Request) -> Response:
         principal = principal_of(request)
         serializer = self.InputSerializer(data=request.data)
@@ -46,10 +70,47 @@ def worker_status() -> str:
         return "down"
 
 
+def queue_depths() -> dict[str, dict[str, int]]:
+    """Tasks waiting and tasks claimed by a worker, per queue (memory.queues.QUEUES)."""
+    from django.db.models import Count, Q
+    from django.utils import timezone
+    from django_q.models import OrmQ
+
+    from memory.queues import QUEUES
+
+    now = timezone.now()
+    rows = {r["key"]: r for r in OrmQ.objects.values("key").annotate(
+        queued=Count("id", filter=Q(lock__lte=now)), running=Count("id", filter=Q(lock__gt=now)))}
+    return {q: {"queued": rows.get(q, {}).get("queued", 0), "running": rows.get(q, {}).get("running", 0)}
+            for q in QUEUES}
+
+
+class QueueDepthOut(serializers.Serializer):
+    queued = serializers.IntegerField(help_text="Tasks waiting for a worker.")
+    running = serializers.IntegerField(help_text="Tasks a worker has claimed.")
+
+
+class HealthOut(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["ok", "degraded"])
+    database = serializers.ChoiceField(choices=["ok", "down"])
+    worker = serializers.ChoiceField(choices=["ok", "down"], help_text="`ok` when a task worker reported recently.")
+    embeddings_pending = serializers.IntegerField(required=False, help_text="Records waiting for their embedding "
+                                                                           "(absent when the database is down).")
+    queues = serializers.DictField(child=QueueDepthOut(), required=False,
+                                   help_text="Per work queue (`urgent`: deletions; `engram`: interactive; `bulk`: "
+                                             "imports), absent when the database is down.")
+
+
 class HealthApi(APIView):
     authentication_classes: list = []
     permission_classes: list = []
+    throttle_classes: list = []  # load balancers poll it
 
+    @extend_schema(
+        operation_id="health", tags=[Tags.HEALTH], summary="Is the service up?",
+        description="No credentials. 200 while the database answers (the worker may still be down), 503 when "
+                    "it does not.",
+        responses={200: HealthOut, 503: OpenApiResponse(HealthOut, description="The database does not answer.")})
     def get(self, request: Request) -> Response:
         try:
             with connection.cursor() as cursor:
@@ -64,4 +125,5 @@ class HealthApi(APIView):
 
             body["embeddings_pending"] = MemoryRecord.objects.filter(
                 embedding__isnull=True, memory_class__embed=True, status="active").count()
+            body["queues"] = queue_depths()
         return Response(body, status=200 if database == "ok" else 503)

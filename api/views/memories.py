@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
@@ -15,16 +16,21 @@ from api.exceptions import _sentence, record_refusals
 from api.fields import (
     NameField,
     NamespaceField,
+    NamespacePathField,
     StrictSerializer,
     check_body_scope,
     check_json_value,
+    item_problem,
     text_field,
 )
+from api.openapi import AGENT, BODY, Tags, errors, written
 from api.paging import PageIn, page_body, window
+from api.records import RECORD_EXAMPLE, FactOut, RecordOut, SourceOut
+from api.views.deletion import DeletionAcceptedOut
 from memory.content import unseal_parts
 from memory.errors import EngramError, InvalidInput
 from memory.ids import new_event_id
-from memory.models import MemoryType, RecordStatus, SourceType
+from memory.models import Candidate, MemoryType, RecordStatus, SourceType
 from memory.records.presenters import record_payload
 from memory.records.selectors import memory_get, memory_history, memory_list
 from memory.records.services import (
@@ -42,32 +48,43 @@ from memory.records.services import (
 
 
 class FactIn(StrictSerializer):
-    field = NameField()
-    value = serializers.JSONField(validators=[check_json_value])
+    field = NameField(help_text="The fact's field: one record per (namespace, field) is active at a time.")
+    value = serializers.JSONField(validators=[check_json_value], help_text="Any JSON value, stored verbatim.")
 
 
 class ReferenceIn(StrictSerializer):
-    system = serializers.CharField(max_length=100)
-    id = serializers.CharField(max_length=200)
+    system = serializers.CharField(max_length=100, help_text="The system of record, e.g. `booking`.")
+    id = serializers.CharField(max_length=200, help_text="The object's id there, e.g. `BK-77`.")
 
 
 class SourceIn(StrictSerializer):
-    type = serializers.CharField(max_length=32, required=False)
-    event_id = serializers.CharField(max_length=128, required=False)
+    type = serializers.CharField(max_length=32, required=False,
+                                 help_text="The write path's source type (its default when left out): "
+                                           "`explicit_user_statement` for /memories; `verified_outcome`, "
+                                           "`system_of_record` or `org_record` for /outcomes; `model_inferred` "
+                                           "for /candidates.")
+    event_id = serializers.CharField(max_length=128, required=False,
+                                     help_text="The source event's id and the write's idempotency key: the same id "
+                                               "with the same body returns the first answer (200), with another "
+                                               "body 409 `idempotency_conflict`. Generated when left out.")
     text = text_field(required=False, help_text="The words or observation the write came from (evidence).")
     occurred_at = serializers.DateTimeField(required=False)
 
 
 class RecordIn(StrictSerializer):
-    subject_id = serializers.CharField(max_length=128, required=False)
+    """An explicit statement: what the user said, stored as a confirmed record."""
+
+    subject_id = serializers.CharField(max_length=128, required=False,
+                                       help_text="Optional; must equal the principal token's subject (400 "
+                                                 "`scope_mismatch` otherwise). It never widens scope.")
     namespace = NamespaceField()
-    kind = NameField()
+    kind = NameField(help_text="What sort of memory, e.g. `preference`.")
     type = serializers.ChoiceField(choices=MemoryType.choices, default=MemoryType.SEMANTIC)
     fact = FactIn()
-    text = text_field(required=False)
+    text = text_field(required=False, help_text="The sentence retrieval serves; `field: value` when left out.")
     source = SourceIn(required=False)  # type: ignore[assignment]
     valid_from = serializers.DateTimeField(required=False)
-    valid_until = serializers.DateTimeField(required=False)
+    valid_until = serializers.DateTimeField(required=False, help_text="After this the record reads as expired.")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs.get("valid_from") and attrs.get("valid_until") and attrs["valid_until"] <= attrs["valid_from"]:
@@ -76,6 +93,8 @@ class RecordIn(StrictSerializer):
 
 
 class OutcomeIn(RecordIn):
+    """A deterministic outcome: the verified state (`fact`) or a `reference` to it, verbatim."""
+
     fact = FactIn(required=False)
     field = NameField(required=False, help_text="The fact's field when a reference is given instead of a state.")
     reference = ReferenceIn(required=False)
@@ -90,8 +109,55 @@ class OutcomeIn(RecordIn):
 
 
 class CandidateIn(RecordIn):
-    evidence = serializers.ListField(child=serializers.DictField(), required=False, max_length=20)
-    confidence = serializers.FloatField(required=False, min_value=0, max_value=1)
+    """A model-inferred candidate: stored pending, never a fact until consolidation (and, where policy says,
+    a reviewer) confirms it."""
+
+    evidence = serializers.ListField(child=serializers.DictField(), required=False, max_length=20,
+                                     help_text="Quotes the inference rests on, e.g. `{\"event_id\", \"text\"}`.")
+    confidence = serializers.FloatField(required=False, min_value=0, max_value=1,
+                                        help_text="The model's own confidence; informs review, never decides.")
+
+
+class MemoryBatchItemIn(OutcomeIn):
+    """One item of a batch: an explicit statement (as POST /memories), or an outcome (as POST /outcomes)
+    when it has a `reference` or an outcome `source.type`. Each item is checked on its own."""
+
+
+class PolicyOut(serializers.Serializer):
+    outcome = serializers.ChoiceField(choices=["activate", "supersede", "keep_inactive", "conflict"])
+    reason = serializers.CharField()
+    conflict_with = serializers.ListField(child=serializers.CharField(), required=False,
+                                          help_text="With `conflict`: the records that stand beside this one.")
+
+
+class RecordWriteOut(RecordOut):
+    policy = PolicyOut(required=False, help_text="How precedence placed the new record (absent on a replay).")
+
+
+class RecordPageOut(serializers.Serializer):
+    results = RecordOut(many=True)
+    next_offset = serializers.IntegerField(allow_null=True, help_text="Pass as `offset` for the next page.")
+
+
+class CandidateOut(serializers.Serializer):
+    candidate_id = serializers.CharField()
+    status = serializers.ChoiceField(choices=Candidate.Status.choices)
+    subject_id = serializers.CharField()
+    namespace = serializers.ListField(child=serializers.CharField())
+    kind = serializers.CharField()
+    fact = FactOut()
+    text = serializers.CharField()
+    source = SourceOut()  # type: ignore[assignment]
+    confidence = serializers.ChoiceField(choices=["candidate"])
+    created_at = serializers.DateTimeField()
+
+
+ACTIVATED = {"outcome": "activate", "reason": "no active record for this field"}
+STATEMENT_EXAMPLE = {
+    "namespace": ["user", "travel_preferences"], "kind": "preference",
+    "fact": {"field": "seat_preference", "value": "aisle"}, "text": "Prefers aisle seats",
+    "source": {"type": "explicit_user_statement", "event_id": "evt_seat_1", "text": "I always take the aisle seat."},
+}
 
 
 def to_record_input(data: dict[str, Any], *, default_source: str) -> RecordInput:
@@ -122,12 +188,22 @@ def _validated(serializer_class: type[serializers.Serializer], request: Request)
     return serializer.validated_data
 
 
+REPLAY = "The record stored the first time: the same `source.event_id` came with the same body."
+# The gate's refusals of a record write (memory/records/gate.py), beside the agent's and the body's.
+RECORD_WRITE = (*BODY, *AGENT, "scope_mismatch", "invalid_source_type", "namespace_forbidden", "idempotency_conflict",
+                "tombstoned", "class_not_allowed", "secret_detected")
+
+
 class MemoryListCreateApi(APIView):
     class FilterIn(PageIn):
-        namespace = NamespaceField(required=False)
+        namespace = NamespacePathField(required=False, help_text="Records in this namespace or below it.")
         kind = NameField(required=False)
         status = serializers.ChoiceField(choices=RecordStatus.choices, required=False)
 
+    @extend_schema(
+        operation_id="memories_list", tags=[Tags.MEMORIES], summary="List the subject's memories",
+        description="Newest first, within the principal's grant.", parameters=[FilterIn],
+        responses={200: RecordPageOut, **errors(*AGENT, "invalid")})
     def get(self, request: Request) -> Response:
         filters = self.FilterIn(data=request.query_params)
         filters.is_valid(raise_exception=True)
@@ -136,6 +212,15 @@ class MemoryListCreateApi(APIView):
                               status=f.get("status"))
         return Response(page_body(list(records[window(f)]), f, record_payload))
 
+    @extend_schema(
+        operation_id="memories_create", tags=[Tags.MEMORIES], summary="Remember an explicit statement",
+        description="What the user said, stored as a confirmed record through the write gate (secret scan, memory "
+                    "class policy, idempotency on `source.event_id`, precedence). 201 with the new record; 200 "
+                    "with the same record when the event id was seen before with the same body.",
+        request=RecordIn, responses={**written(RecordWriteOut, new="Stored.", again=REPLAY), **errors(*RECORD_WRITE)},
+        examples=[OpenApiExample("An explicit statement", value=STATEMENT_EXAMPLE, request_only=True),
+                  OpenApiExample("The stored record", response_only=True, status_codes=[201], value={
+                      **RECORD_EXAMPLE, "policy": ACTIVATED})])
     def post(self, request: Request) -> Response:
         data = _validated(RecordIn, request)
         result = memory_write(scope=scope_of(request),
@@ -159,9 +244,18 @@ def _write_response(result: WriteResult) -> Response:
 
 
 class MemoryDetailApi(APIView):
+    @extend_schema(operation_id="memory_get", tags=[Tags.MEMORIES], summary="Read one memory",
+                   responses={200: RecordOut, **errors(*AGENT, "not_found")},
+                   examples=[OpenApiExample("A record", value=RECORD_EXAMPLE, response_only=True)])
     def get(self, request: Request, memory_id: str) -> Response:
         return Response(record_payload(memory_get(scope=scope_of(request), memory_id=memory_id)))
 
+    @extend_schema(
+        operation_id="memory_delete", tags=[Tags.MEMORIES, Tags.DELETION], summary="Forget a memory",
+        description="Starts (or returns) the deletion job of the record and the versions it superseded; the job "
+                    "reaches every surface and is verified by reading. Follow `status_url`. Deleting twice "
+                    "returns the same job.",
+        responses={202: DeletionAcceptedOut, **errors(*AGENT, "not_found")})
     def delete(self, request: Request, memory_id: str) -> Response:
         # 202 {"deletion_id", "status", "status_url"}; the deletion area runs the job (api/views/deletion.py).
         from api.views.deletion import accepted
@@ -170,13 +264,30 @@ class MemoryDetailApi(APIView):
         return accepted(memory_delete(scope=scope_of(request), memory_id=memory_id))
 
 
+class MemoryHistoryOut(serializers.Serializer):
+    memory_id = serializers.CharField()
+    history = RecordOut(many=True, help_text="The supersession chain through the record, oldest first.")
+
+
 class MemoryHistoryApi(APIView):
+    @extend_schema(operation_id="memory_history", tags=[Tags.MEMORIES], summary="A memory's versions",
+                   responses={200: MemoryHistoryOut, **errors(*AGENT, "not_found")})
     def get(self, request: Request, memory_id: str) -> Response:
         chain = memory_history(scope=scope_of(request), memory_id=memory_id)
         return Response({"memory_id": memory_id, "history": [record_payload(r) for r in chain]})
 
 
 class OutcomeCreateApi(APIView):
+    @extend_schema(
+        operation_id="outcomes_create", tags=[Tags.MEMORIES], summary="Record a verified outcome",
+        description="A deterministic application outcome, stored verbatim as a confirmed record: the verified "
+                    "state as `fact`, or a `reference {system, id}` with the `field` it stands for. 201 new, 200 "
+                    "replay of the same `source.event_id`.",
+        request=OutcomeIn, responses={**written(RecordWriteOut, new="Stored.", again=REPLAY), **errors(*RECORD_WRITE)},
+        examples=[OpenApiExample("By reference", request_only=True, value={
+            "namespace": ["user", "travel_preferences"], "kind": "booking", "field": "next_flight",
+            "reference": {"system": "booking", "id": "BK-77"}, "text": "Booked on TP123 to Porto",
+            "source": {"type": "system_of_record", "event_id": "evt_booking_77"}})])
     def post(self, request: Request) -> Response:
         data = _validated(OutcomeIn, request)
         item = to_record_input(data, default_source=SourceType.VERIFIED_OUTCOME)
@@ -184,6 +295,14 @@ class OutcomeCreateApi(APIView):
 
 
 class CandidateCreateApi(APIView):
+    @extend_schema(
+        operation_id="candidates_create", tags=[Tags.MEMORIES], summary="Propose an inferred memory",
+        description="A model-inferred candidate is never a fact: it is stored pending (202) and consolidated by "
+                    "the worker, then kept, merged, discarded or queued for a reviewer. 200 on a replay of the "
+                    "same `source.event_id`. Needs the `propose` or `write` scope.",
+        request=CandidateIn,
+        responses={**written(CandidateOut, status=202, new="Stored pending; consolidation decides.",
+                             again="The candidate stored the first time."), **errors(*RECORD_WRITE)})
     def post(self, request: Request) -> Response:
         data = _validated(CandidateIn, request)
         item = to_record_input(data, default_source=SourceType.MODEL_INFERRED)
@@ -200,17 +319,53 @@ class CandidateCreateApi(APIView):
         )
 
 
-class MemoryCorrectApi(APIView):
-    class FactIn(StrictSerializer):
-        field = serializers.CharField(max_length=128, required=False)
-        value = serializers.JSONField(validators=[check_json_value])
+class CorrectionOut(RecordOut):
+    corrects = serializers.CharField(help_text="The record this correction superseded.")
 
-    class InputSerializer(StrictSerializer):
-        subject_id = serializers.CharField(max_length=128, required=False)
-        fact = serializers.DictField(required=False)
-        text = text_field(required=False)
+
+class CorrectionFactIn(StrictSerializer):
+    field = serializers.CharField(max_length=128, required=False, help_text="Ignored: the record keeps its field.")
+    value = serializers.JSONField(validators=[check_json_value], help_text="The corrected value, any JSON.")
+
+
+class CorrectionSourceIn(StrictSerializer):
+    type = serializers.ChoiceField(choices=["explicit_user_statement"], required=False,
+                                   help_text="A correction is always the user's explicit statement.")
+    event_id = serializers.CharField(max_length=128, required=False,
+                                     help_text="Idempotency key: a retry with the same id returns the same correction.")
+    text = text_field(required=False, help_text="The words the correction came from.")
+
+
+class CorrectionIn(StrictSerializer):
+    """The corrected value (`fact.value`) and/or sentence (`text`)."""
+
+    subject_id = serializers.CharField(max_length=128, required=False)
+    fact = CorrectionFactIn(required=False)
+    text = text_field(required=False)
+    source = CorrectionSourceIn(required=False)  # type: ignore[assignment]
+
+
+class MemoryCorrectApi(APIView):
+    FactIn = CorrectionFactIn
+    SourceIn = CorrectionSourceIn
+
+    class InputSerializer(CorrectionIn):
+        # `fact` is checked on its own after the body (its errors name its fields); `source` is only read.
+        fact = serializers.DictField(required=False)  # type: ignore[assignment]
         source = serializers.DictField(required=False)  # type: ignore[assignment]
 
+    @extend_schema(
+        operation_id="memory_correct", tags=[Tags.MEMORIES], summary="Correct a memory",
+        description="Writes a new explicit statement that supersedes the record, through the write gate (the "
+                    "record's class must take confirmed writes from agents), and marks summaries that cite it "
+                    "stale.",
+        request=CorrectionIn,
+        responses={201: CorrectionOut, **errors(*BODY, *AGENT, "scope_mismatch", "namespace_forbidden", "not_found",
+                                                "not_active", "correction_outranked", "class_not_allowed",
+                                                "secret_detected")},
+        examples=[OpenApiExample("A new value", request_only=True, value={
+            "fact": {"value": "window"}, "text": "Prefers window seats now",
+            "source": {"text": "Actually, put me by the window from now on."}})])
     def post(self, request: Request, memory_id: str) -> Response:
         scope = scope_of(request)
         check_body_scope(request.data, scope)
@@ -218,12 +373,13 @@ class MemoryCorrectApi(APIView):
         fact = _valid(self.FactIn, data["fact"]) if "fact" in data else None
         if fact is None and not data.get("text"):
             raise exceptions.ValidationError({"fact": "Give the corrected fact (and/or text)."})
-        source = data.get("source") or {}
+        source = _valid(self.SourceIn, data["source"]) if "source" in data else {}
         result = memory_correct(scope=scope, memory_id=memory_id, value=fact["value"] if fact else None,
-                                text=data.get("text", ""), event_text=str(source.get("text", ""))[:4000])
+                                text=data.get("text", ""), event_text=source.get("text", ""),
+                                event_id=source.get("event_id"))
         body: dict[str, Any] = dict(record_payload(result.record))
         body["corrects"] = result.previous.pk
-        return Response(body, status=status.HTTP_201_CREATED)
+        return Response(body, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
 
 
 def _valid(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
@@ -232,15 +388,62 @@ def _valid(serializer_class: type[serializers.Serializer], data: Any) -> dict[st
     return serializer.validated_data
 
 
+class BatchItemResultOut(serializers.Serializer):
+    index = serializers.IntegerField(help_text="The item's position in `items`.")
+    status = serializers.ChoiceField(choices=["created", "existing", "error"])
+    http_status = serializers.IntegerField(help_text="What the single write would have answered.")
+    memory_id = serializers.CharField(required=False)
+    record = RecordOut(required=False)
+    policy = PolicyOut(required=False)
+    code = serializers.CharField(required=False, help_text="With `error`: the single write's error code.")
+    detail = serializers.CharField(required=False)
+
+
+class BatchOut(serializers.Serializer):
+    results = BatchItemResultOut(many=True, help_text="One per item, in the order of `items`.")
+    created = serializers.IntegerField()
+    existing = serializers.IntegerField()
+    error = serializers.IntegerField()
+
+
+class MemoryBatchIn(StrictSerializer):
+    """Explicit statements and outcomes to write in one call."""
+
+    items = MemoryBatchItemIn(many=True, allow_empty=False,
+                              help_text=f"1 to {MAX_BATCH} items, each checked like its single write.")
+    # "worker" (default): embeddings are filled behind by the worker, the call returns at once.
+    # "now": computed in this call in one batched model call, stored with the rows.
+    embed = serializers.ChoiceField(choices=["worker", "now"], default="worker",
+                                    help_text="`worker`: embeddings are filled in behind (the records are "
+                                              "searchable by text at once); `now`: computed in this call.")
+
+
 class MemoryBatchApi(APIView):
     """POST /memories/batch: up to 500 explicit statements or outcomes, one result per item."""
 
-    class InputSerializer(StrictSerializer):
-        items = serializers.ListField(child=serializers.DictField(), allow_empty=False)
-        # "worker" (default): embeddings are filled behind by the worker, the call returns at once.
-        # "now": computed in this call in one batched model call, stored with the rows.
-        embed = serializers.ChoiceField(choices=["worker", "now"], default="worker")
+    per_item_fields = ("items",)  # the body parser leaves these to BatchItemParser: one error per bad item
 
+    class InputSerializer(MemoryBatchIn):
+        # Each item is checked after the body (BatchItemParser), so one bad item fails alone.
+        items = serializers.ListField(child=serializers.DictField(), allow_empty=False)  # type: ignore[assignment]
+
+    @extend_schema(
+        operation_id="memories_batch", tags=[Tags.MEMORIES], summary="Write many memories",
+        description=f"Up to {MAX_BATCH} explicit statements or outcomes in one transaction, each through the same "
+                    "gate as its single write; an item that fails is reported in its result and not written, the "
+                    "others are. 200 with one result per item.",
+        request=MemoryBatchIn, responses={200: BatchOut, **errors(*BODY, *AGENT, "batch_too_large")},
+        examples=[
+            OpenApiExample("Two items", request_only=True, value={"items": [
+                STATEMENT_EXAMPLE,
+                {"namespace": ["user", "travel_preferences"], "kind": "preference",
+                 "fact": {"field": "meal", "value": "vegetarian"}, "source": {"event_id": "evt_meal_1"}}]}),
+            OpenApiExample("One written, one refused", response_only=True, value={"results": [
+                {"index": 0, "status": "created", "http_status": 201, "memory_id": RECORD_EXAMPLE["memory_id"],
+                 "record": RECORD_EXAMPLE, "policy": ACTIVATED},
+                {"index": 1, "status": "error", "http_status": 422, "code": "secret_detected",
+                 "detail": "The text holds a secret (AWS Access Key in text)."}],
+                "created": 1, "existing": 0, "error": 1})])
     def post(self, request: Request) -> Response:
         scope = scope_of(request)
         serializer = self.InputSerializer(data=request.data)
@@ -278,6 +481,9 @@ class BatchItemParser:
         given = item.get("source")
         source: dict[str, Any] = given if isinstance(given, dict) else {}
         is_outcome = "reference" in item or source.get("type") in OUTCOME_SOURCE_TYPES
+        problem = item_problem(item)
+        if problem is not None:
+            return problem
         try:
             check_body_scope(item, self.scope)
             data = (self.outcome if is_outcome else self.statement).run_validation(item)

@@ -168,9 +168,21 @@ def _scope(target: DeletionTarget) -> Scope:
                        subject_external_id=target.subject_external_id)
 
 
-def _payload_hits(payloads: list[dict[str, Any]], markers: tuple[str, ...]) -> list[str]:
-    return [str(p.get("memory_id", "?")) for p in payloads if _contains_marker(
-        {k: p.get(k) for k in ("fact", "text", "provenance")}, markers)]
+def _payload_hits(payloads: list[dict[str, Any]], markers: tuple[str, ...],
+                  restated: frozenset[str] = frozenset()) -> list[str]:
+    return [str(p.get("memory_id", "?")) for p in payloads if p.get("memory_id") not in restated
+            and _contains_marker({k: p.get(k) for k in ("fact", "text", "provenance")}, markers)]
+
+
+def _restated(target: DeletionTarget) -> frozenset[str]:
+    """Records stated anew after the deletion was requested (their source event is newer than the request):
+    the person said it again. A record that a delayed job rebuilt from old content has an old source event
+    and is still caught."""
+    if target.requested_at is None or target.whole_subject:
+        return frozenset()
+    return frozenset(MemoryRecord.objects.filter(
+        tenant_id=target.tenant_id, subject_id=target.subject_id, source_event__created_at__gt=target.requested_at,
+    ).exclude(pk__in=target.memory_ids).values_list("pk", flat=True))
 
 
 @read_check("memory.detail")
@@ -183,7 +195,8 @@ def check_detail(target: DeletionTarget) -> list[str]:
 
 @read_check("memory.list")
 def check_list(target: DeletionTarget) -> list[str]:
-    return _payload_hits([dict(record_payload(r)) for r in memory_list(scope=_scope(target))], target.markers)
+    return _payload_hits([dict(record_payload(r)) for r in memory_list(scope=_scope(target))], target.markers,
+                         _restated(target))
 
 
 @read_check("memory.history")
@@ -201,6 +214,11 @@ def check_history(target: DeletionTarget) -> list[str]:
 @read_check("export")
 def check_export(target: DeletionTarget) -> list[str]:
     body = subject_export(scope=_scope(target))
+    restated = _restated(target)
+    body["records"] = [r for r in body.get("records", []) if r.get("memory_id") not in restated]
+    if target.requested_at is not None and not target.whole_subject:
+        body["events"] = [e for e in body.get("events", []) if e.get("created_at") is None
+                          or e["created_at"] <= target.requested_at]
     return [section for section, rows in body.items()
             if isinstance(rows, list) and rows and _contains_marker(rows, target.markers)]
 
@@ -215,7 +233,7 @@ def check_facts(target: DeletionTarget) -> list[str]:
             record = fact_get(scope=_scope(target), namespace=namespace, field=field)
         except EngramError:
             continue
-        hits += _payload_hits([dict(record_payload(record))], target.markers)
+        hits += _payload_hits([dict(record_payload(record))], target.markers, _restated(target))
     return hits
 
 
@@ -226,11 +244,14 @@ def check_retrieve(target: DeletionTarget) -> list[str]:
     The check's own retrieval log and cached query embedding would quote the marker, so both go
     before the check returns."""
     queries = sorted({m for m in target.markers if len(m) >= 8})[:5] or list(target.markers[:1])
+    restated = _restated(target)
     hits: list[str] = []
     for query in queries:
         result = memory_retrieve(scope=_scope(target), request=RetrieveRequest(query=query, limit=20))
         RetrievalLog.objects.filter(pk=result.retrieval_id).delete()
         for packet in result.packets:
+            if packet.get("memory_id") in restated:
+                continue
             if packet.get("memory_id") in target.memory_ids or _contains_marker(packet, target.markers):
                 hits.append(str(packet.get("memory_id") or packet.get("id") or "packet"))
     get_embedder().clear_query_cache()

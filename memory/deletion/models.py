@@ -25,6 +25,7 @@ class DeletionJob(models.Model):
         MEMORY = "memory"  # one record (and the versions it superseded)
         SUBJECT = "subject"  # everything about one subject
         RETENTION = "retention"  # records past their class's maximum retention (purge_expired)
+        THREAD = "thread"  # the events of one conversation thread, up to a sequence number
 
     class Status(models.TextChoices):
         PENDING = "pending"

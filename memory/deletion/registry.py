@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,12 @@ class DeletionTarget:
     whole_subject: bool = False
     # Knowledge documents being deleted (knowledge.Document ids), when the target is a document.
     document_ids: tuple[int, ...] = field(default=())
+    # Threads being cleared, as (thread id, last sequence number cleared): events appended after the
+    # clear are a new conversation and stay.
+    threads: tuple[tuple[str, int], ...] = field(default=())
+    # When the deletion was asked for. A statement made after it (a new source event) that repeats the
+    # deleted words is the person saying it again, not deleted content coming back: read checks leave it.
+    requested_at: datetime | None = None
 
 
 PurgeFn = Callable[[DeletionTarget], int]

@@ -25,7 +25,6 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from django_q.tasks import async_task
 
 from memory import locks
 from memory.audit import audit
@@ -35,6 +34,7 @@ from memory.deletion.models import DeletionJob, DeletionStep
 from memory.embedder import get_embedder
 from memory.errors import NotFound
 from memory.models import Candidate, Event, MemoryRecord, RecordStatus, Subject, Tombstone
+from memory.queues import URGENT, enqueue
 from memory.records.selectors import supersession_chain
 from memory.scope import WRITE, Scope
 from memory.tombstones import content_hash_for, event_hash, subject_hash
@@ -174,7 +174,7 @@ def _summaries_leave_retrieval(*, scope: Scope, plan: _Plan, whole_subject: bool
 
 
 def _enqueue(job_id: str) -> None:
-    transaction.on_commit(lambda: async_task("memory.deletion.tasks.run_deletion", job_id))
+    transaction.on_commit(lambda: enqueue("memory.deletion.tasks.run_deletion", job_id, queue=URGENT))
 
 
 def _requeue_if_failed(job: DeletionJob) -> DeletionJob:
@@ -213,9 +213,20 @@ def memory_delete(*, scope: Scope, memory_id: str) -> DeletionJob:
     plan = _plan_records(supersession_chain(older, record, newer=False))
     try:
         with transaction.atomic():
-            return _create_job(scope=scope, kind=DeletionJob.Kind.MEMORY, plan=plan, memory_id=memory_id)
+            job = _create_job(scope=scope, kind=DeletionJob.Kind.MEMORY, plan=plan, memory_id=memory_id)
     except IntegrityError:  # a twin request won the unique (tenant, memory_id) constraint
         return DeletionJob.objects.get(tenant_id=scope.tenant_id, memory_id=memory_id, kind=DeletionJob.Kind.MEMORY)
+    _hide_at_once(plan.memory_ids)
+    return job
+
+
+def _hide_at_once(memory_ids: list[str]) -> None:
+    """The records read as deleted from this commit on, before the job purges their content: the next
+    GET, list, fact or retrieval no longer serves them (status is a predicate of every read, and the
+    record payload shows no content for a deleted record). The content itself stays until the job's
+    steps run, because they find candidates, events and markers through it."""
+    MemoryRecord.objects.filter(pk__in=memory_ids).exclude(status=RecordStatus.DELETED).update(
+        status=RecordStatus.DELETED, status_reason="deletion requested")
 
 
 @transaction.atomic
@@ -240,6 +251,22 @@ def subject_erase(*, scope: Scope) -> DeletionJob:
         plan.markers += _markers_of(*unseal_candidate(c)[:2])
     plan.markers = sorted(set(plan.markers))
     return _create_job(scope=scope, kind=DeletionJob.Kind.SUBJECT, plan=plan, extra_plan={"whole_subject": True})
+
+
+@transaction.atomic
+def thread_clear_job(*, scope: Scope, thread_id: str, up_to_seq: int) -> DeletionJob:
+    """The job that finishes clearing a thread's events up to ``up_to_seq`` (the threads area blanked
+    them in the caller's transaction). Clearing the same range again returns the same job."""
+    scope.require(WRITE)
+    scope.require_threads()
+    s_hash = subject_hash(scope.tenant_id, scope.subject_external_id)
+    existing = DeletionJob.objects.filter(tenant_id=scope.tenant_id, subject_hash=s_hash, kind=DeletionJob.Kind.THREAD,
+                                          plan__threads__contains=[[thread_id, up_to_seq]]).first()
+    if existing is not None:
+        return _requeue_if_failed(existing)
+    plan = _Plan(memory_ids=[], event_ids=[], markers=[], tombstones=[])
+    return _create_job(scope=scope, kind=DeletionJob.Kind.THREAD, plan=plan,
+                       extra_plan={"threads": [[thread_id, up_to_seq]]})
 
 
 @transaction.atomic
@@ -269,6 +296,7 @@ def target_of(job: DeletionJob) -> registry.DeletionTarget:
         subject_external_id=plan.get("_subject_external_id", ""),
         memory_ids=tuple(plan.get("memory_ids", [])), event_ids=tuple(plan.get("event_ids", [])),
         markers=tuple(markers), whole_subject=bool(plan.get("whole_subject")),
+        threads=tuple((str(t), int(seq)) for t, seq in plan.get("threads", [])), requested_at=job.created_at,
     )
 
 
@@ -370,4 +398,5 @@ def _run(job: DeletionJob) -> str:
 
 
 
-__all__ = ["memory_delete", "subject_erase", "deletion_run", "retention_delete", "owner_scope"]
+__all__ = ["memory_delete", "subject_erase", "deletion_run", "retention_delete", "thread_clear_job",
+           "owner_scope"]

@@ -14,3 +14,22 @@ def purge_expired() -> dict[str, int]:
     from memory.deletion.retention import purge_expired as sweep
 
     return sweep(dry_run=False).as_dict()
+
+
+def sweep_deletions(stale_seconds: int = 60) -> int:
+    """Re-queue deletion jobs pending or running with no progress for ``stale_seconds`` (a queue insert that
+    failed after the commit, a worker lost before its lease ran out); the engram.sweep_deletions schedule runs
+    it every minute on the urgent queue. Running a job twice is safe: it resumes, or finds it busy."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memory.deletion.models import DeletionJob
+    from memory.queues import URGENT, enqueue
+
+    stale = timezone.now() - timedelta(seconds=stale_seconds)
+    ids = list(DeletionJob.objects.filter(status__in=[DeletionJob.Status.PENDING, DeletionJob.Status.RUNNING],
+                                          updated_at__lt=stale).values_list("pk", flat=True)[:500])
+    for job_id in ids:
+        enqueue("memory.deletion.tasks.run_deletion", job_id, queue=URGENT)
+    return len(ids)

@@ -6,6 +6,7 @@ import hashlib
 import secrets
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -13,12 +14,15 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractUser
 from django.core import signing
 from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
 
 from memory.audit import audit
-from memory.errors import Forbidden, InvalidInput
+from memory.errors import Forbidden, InvalidInput, SecretDetected
 from memory.models import AgentKey, MemoryClass, Subject, Tenant
 from memory.namespaces import InvalidNamespace, is_under, to_path
 from memory.policy.defaults import DEFAULT_CLASSES
+from memory.policy.secrets import describe, scan_payload
 from memory.scope import ALL_PERMISSIONS, MINT, require_permission
 
 KEY_PREFIX = "egk_"
@@ -84,11 +88,63 @@ def agent_key_create(*, tenant: Tenant, name: str, permissions: list[str],
     return key, raw
 
 
+def active_keys() -> Any:
+    """Keys not revoked, or revoked with a grace period that has not ended yet (a rotation's old key)."""
+    return AgentKey.objects.filter(Q(revoked_at__isnull=True) | Q(revoked_at__gt=timezone.now()))
+
+
 def agent_key_lookup(raw_key: str) -> AgentKey | None:
+    """The active key for a raw key. Read from the database on every request, with no cache in between:
+    a revocation takes effect on the next request, on every node."""
     if not raw_key.startswith(KEY_PREFIX):
         return None
-    return (AgentKey.objects.select_related("tenant")
-            .filter(key_hash=hash_key(raw_key), revoked_at__isnull=True).first())
+    return active_keys().select_related("tenant").filter(key_hash=hash_key(raw_key)).first()
+
+
+def agent_key_is_active(key_id: int) -> bool:
+    return active_keys().filter(pk=key_id).exists()
+
+
+@transaction.atomic
+def agent_key_revoke(*, key: AgentKey, actor: str = "system", grace_seconds: int = 0) -> AgentKey:
+    """Revoke ``key`` (after ``grace_seconds``): from then on neither the key nor any principal token it
+    minted is accepted. Revoking a revoked key keeps the earlier time."""
+    key = AgentKey.objects.select_for_update().get(pk=key.pk)
+    at = timezone.now() + timedelta(seconds=max(0, grace_seconds))
+    if key.revoked_at is None or key.revoked_at > at:
+        key.revoked_at = at
+        key.save(update_fields=["revoked_at"])
+        audit(actor=actor, action="agent_key.revoke", object_type="agent_key", object_id=str(key.pk),
+              tenant_id=key.tenant_id, data={"revoked_at": at.isoformat(), "grace_seconds": grace_seconds})
+    return key
+
+
+@transaction.atomic
+def agent_key_rotate(*, key: AgentKey, actor: str = "system", grace_seconds: int = 0) -> tuple[AgentKey, str]:
+    """A new key with the same tenant, scopes and namespaces; the old one is revoked after ``grace_seconds``
+    (0: at once), and with it the principal tokens it minted. Returns the new key and its raw secret."""
+    old = AgentKey.objects.select_for_update().get(pk=key.pk)
+    if old.revoked_at is not None and old.revoked_at <= timezone.now():
+        raise InvalidInput("This key is already revoked; create a new one instead.", code="key_revoked", status=409)
+    new, raw = agent_key_create(tenant=old.tenant, name=old.name, permissions=list(old.permissions),
+                                namespaces=old.namespaces, actor=actor)
+    agent_key_revoke(key=old, actor=actor, grace_seconds=grace_seconds)
+    audit(actor=actor, action="agent_key.rotate", object_type="agent_key", object_id=str(old.pk),
+          tenant_id=old.tenant_id, data={"replaced_by": new.pk, "grace_seconds": grace_seconds})
+    return new, raw
+
+
+def agent_key_find(reference: str, *, tenant: Tenant | None = None) -> AgentKey:
+    """A key by id or by the prefix shown at creation and in the admin (``egk_AbCdEfGh``)."""
+    keys = AgentKey.objects.select_related("tenant")
+    if tenant is not None:
+        keys = keys.filter(tenant=tenant)
+    matches = list(keys.filter(pk=int(reference))) if reference.isdigit() else list(keys.filter(prefix=reference))
+    if not matches:
+        raise InvalidInput(f"No agent key '{reference}'.", code="not_found", status=404)
+    if len(matches) > 1:
+        raise InvalidInput(f"Several keys start with '{reference}'; give the key's id.", code="ambiguous")
+    return matches[0]
 
 
 @dataclass(frozen=True)
@@ -97,6 +153,7 @@ class PrincipalClaims:
     subject_external_id: str
     namespaces: list[str] | None
     expires_at: int
+    key_id: int | None = None  # the agent key that minted it (None: minted by an operator's command)
 
 
 class TokenInvalid(Exception):
@@ -104,6 +161,13 @@ class TokenInvalid(Exception):
         super().__init__(detail)
         self.code = code
         self.detail = detail
+
+
+def refuse_secret_identifier(name: str, value: str) -> None:
+    """An identifier is stored and shown (audit rows, exports, URLs): a secret must not become one."""
+    findings = scan_payload({name: value})
+    if findings:
+        raise SecretDetected(describe(findings))
 
 
 def principal_token_mint(*, tenant: Tenant, subject_external_id: str, ttl: int | None = None,
@@ -114,9 +178,11 @@ def principal_token_mint(*, tenant: Tenant, subject_external_id: str, ttl: int |
     ``minted_by`` is the agent key asking (None for an operator's command): it needs the mint scope,
     and the token is never wider than the key. A restricted key mints tokens restricted to its own
     prefixes by default, and asking for a namespace outside them is 403 ``namespace_forbidden``
-    (the token would otherwise widen any other key of the tenant it is sent with)."""
+    (the token would otherwise widen any other key of the tenant it is sent with). A token minted by a key
+    carries the key's id and is accepted only while that key is active: revoking a key ends its tokens too."""
     if minted_by is not None:
         require_permission(minted_by.permissions, MINT)
+    refuse_secret_identifier("subject_id", subject_external_id)
     max_ttl = settings.ENGRAM_PRINCIPAL_TOKEN_MAX_TTL
     ttl = settings.ENGRAM_PRINCIPAL_TOKEN_TTL if ttl is None else ttl
     if not 1 <= ttl <= max_ttl:
@@ -128,6 +194,8 @@ def principal_token_mint(*, tenant: Tenant, subject_external_id: str, ttl: int |
     subject = subject_get_or_create(tenant=tenant, external_id=subject_external_id)
     expires_at = int(time.time()) + ttl
     payload: dict[str, Any] = {"t": tenant.pk, "s": subject.external_id, "exp": expires_at}
+    if minted_by is not None:
+        payload["k"] = minted_by.pk
     if grants is not None:
         payload["ns"] = grants
     token = TOKEN_PREFIX + signing.dumps(payload, salt=_TOKEN_SALT, compress=True)
@@ -157,7 +225,8 @@ def principal_token_verify(token: str) -> PrincipalClaims:
     if payload["exp"] < time.time():
         raise TokenInvalid("principal_expired", "The principal token has expired; mint a new one.")
     return PrincipalClaims(tenant_id=int(payload["t"]), subject_external_id=str(payload["s"]),
-                           namespaces=payload.get("ns"), expires_at=int(payload["exp"]))
+                           namespaces=payload.get("ns"), expires_at=int(payload["exp"]),
+                           key_id=int(payload["k"]) if "k" in payload else None)
 
 
 @transaction.atomic

@@ -25,7 +25,6 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from django_q.tasks import async_task
 
 from memory import locks
 from memory.audit import audit
@@ -38,6 +37,7 @@ from memory.knowledge.models import AccessDomain, Chunk, Document
 from memory.knowledge.secrets import describe, scan_document
 from memory.models import Subject, Tenant
 from memory.namespaces import NAME
+from memory.queues import BULK, enqueue
 from memory.scope import WRITE, Scope
 
 MAX_BATCH = 200
@@ -211,7 +211,7 @@ def _store(*, scope: Scope, prepared: _Prepared, vectors: list[list[float]] | No
                                              "content_hash": prepared.content_hash})
     document_id = document.pk
     if vectors is None:
-        transaction.on_commit(lambda: async_task("memory.knowledge.tasks.embed_document", document_id))
+        transaction.on_commit(lambda: enqueue("memory.knowledge.tasks.embed_document", document_id, queue=BULK))
     return IngestResult(document=document, status=status)
 
 

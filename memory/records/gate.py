@@ -37,7 +37,6 @@ from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Now
 from django.utils import timezone
-from django_q.tasks import async_task
 
 from memory import locks
 from memory.content import seal, seal_text
@@ -60,6 +59,7 @@ from memory.normalise import fact_hash, payload_hash
 from memory.policy import precedence
 from memory.policy.classes import check_class, class_for_namespace, pick_class
 from memory.policy.secrets import refuse_secrets
+from memory.queues import embedding_queue, enqueue
 from memory.records.indexing import refresh_search_vectors
 from memory.scope import WRITE, Scope
 from memory.tombstones import event_hash, is_tombstoned, subject_hash
@@ -485,7 +485,9 @@ def _store(scope: Scope, fresh: list[_Pending], *, vectors: Future[list[list[flo
     embed_ids = [r.pk for r, _ in to_embed if r.embedding is None]
     if embed_ids:
         # One task for the whole call: the embedder runs it as batched model calls.
-        transaction.on_commit(lambda: async_task("memory.records.tasks.embed_records", embed_ids))
+        # One task for the whole call; an import's goes to the bulk queue, a few records' to the interactive one.
+        transaction.on_commit(lambda: enqueue("memory.records.tasks.embed_records", embed_ids,
+                                              queue=embedding_queue(len(embed_ids))))
 
 
 def _retire(scope: Scope, fresh: list[_Pending], records: list[MemoryRecord]) -> None:

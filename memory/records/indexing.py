@@ -41,6 +41,8 @@ def schedule_context(ids: list[str], *, episodic: bool | None = None) -> None:
     if episodic is None:
         episodic = MemoryRecord.objects.filter(pk__in=ids, memory_type=MemoryType.EPISODIC).exists()
     if episodic:
-        from django_q.tasks import async_task
+        from memory.queues import embedding_queue, enqueue
 
-        transaction.on_commit(lambda: async_task("memory.records.tasks.derive_context", ids))
+        # Embeds a window per record: an import's goes to the bulk queue, a few records' to the interactive one.
+        transaction.on_commit(lambda: enqueue("memory.records.tasks.derive_context", ids,
+                                              queue=embedding_queue(len(ids))))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 from memory.content import unseal
-from memory.models import MemoryRecord
+from memory.models import MemoryRecord, RecordStatus
 from memory.records.selectors import effective_status
 
 
@@ -45,7 +45,8 @@ def record_payload(record: MemoryRecord) -> RecordPayload:
                              "event_id": record.source_event.external_id if record.source_event else None}
     if record.source_ref:
         source["reference"] = record.source_ref
-    fact, text = unseal(record)
+    # A record whose deletion was requested shows no content, even before its job blanks the row.
+    fact, text = ({}, "") if record.status == RecordStatus.DELETED else unseal(record)
     return {
         "memory_id": record.pk,
         "subject_id": record.subject.external_id,

@@ -15,3 +15,11 @@ def derive_context(record_ids: list[str]) -> int:
     from memory.retrieval.context import refresh_context
 
     return refresh_context(record_ids)
+
+
+def embed_pending(limit: int = 20_000) -> int:
+    """Embed active records still without an embedding (a task that could not be queued, or the model was
+    down); the engram.embed_pending schedule runs it every five minutes on the bulk queue."""
+    from memory.retrieval.embedding import embed_record_ids, pending_ids
+
+    return embed_record_ids(pending_ids()[:limit])

@@ -212,7 +212,8 @@ scored AS (
 ),
 fused AS MATERIALIZED (
     SELECT id, lexical, similarity,
-           %s * coalesce(lexical, 0) * coalesce(least(greatest(similarity, 0) / %s, 1), 1)
+           %s * coalesce(lexical, 0) * CASE WHEN similarity IS NULL THEN 1
+                                             ELSE least(greatest(similarity, 0) / %s, 1) END
            + %s * greatest(coalesce(similarity, 0), 0) AS relevance
     FROM scored WHERE lexical IS NOT NULL OR similarity IS NOT NULL  -- found by at least one leg
 ),
@@ -254,7 +255,7 @@ SELECT
         FROM x, q
         WHERE (x.embedding IS NOT NULL AND (x.embedding <=> q.v) < %s) OR x.search_vector @@ q.tsq
         ORDER BY (x.embedding <=> q.v) NULLS LAST, x.id LIMIT %s) m),
-    (SELECT count(*) FROM e WHERE e.own_distance IS NULL AND e.embed_class)
+    (SELECT count(*) FROM e, q WHERE e.own_distance IS NULL AND e.embed_class AND q.v IS NOT NULL)
 """
 
 
@@ -303,7 +304,10 @@ def search(scope: Scope, filters: Filters, query: str, vector: list[float], *, p
     sql, compiled_params = _compiled_statement(scope, filters)
     split = compiled_params.index(_SPLIT)
     e_params, x_params = compiled_params[:split], compiled_params[split + 1:]
-    params = [vector_literal(vector), TEXT_SEARCH_CONFIG, query, *e_params, CONTEXT_TERM_WEIGHT, CONTEXT_TERM_WEIGHT,
+    # No vector (the embedding model is down): q.v is NULL, every distance is NULL, the lexical leg alone ranks,
+    # and the pending count is the caller's to take (semantic_pending below).
+    params = [vector_literal(vector) if vector else None, TEXT_SEARCH_CONFIG, query, *e_params, CONTEXT_TERM_WEIGHT,
+              CONTEXT_TERM_WEIGHT,
               CONTEXT_TERM_WEIGHT,
               UNSEEN_TERM_MIN_CORPUS, K1, K1, K1, B, B, OWN_WEIGHT, OWN_WEIGHT, W_LEXICAL, GATE_SIMILARITY,
               W_SEMANTIC, pool, pool, pool, limit, limit, *x_params, max_distance, pool]
@@ -313,6 +317,8 @@ def search(scope: Scope, filters: Filters, query: str, vector: list[float], *, p
     candidates = [Candidate(row=_typed(f["row"]), lexical=f["lexical"], similarity=f["similarity"],
                             relevance=f["relevance"], lexical_rank=f["lexical_rank"],
                             semantic_rank=f["semantic_rank"], in_conflict=f["in_conflict"]) for f in found]
+    if not vector:
+        pending = semantic_pending(scope, filters)
     return SearchResult(candidates=candidates, excluded=[_reason(x) for x in excluded], pending=int(pending))
 
 
@@ -342,6 +348,11 @@ def _fetch_prepared(sql: str, params: list[Any]) -> tuple[Any, ...]:
         connection.queries_log.append({"sql": ops.compose_sql(sql, params),
                                        "time": f"{time.monotonic() - started:.3f}"})
     return row
+
+
+def semantic_pending(scope: Scope, filters: Filters) -> int:
+    """Eligible records without their embedding yet (counted on its own when no query vector was computed)."""
+    return eligible(scope, filters).filter(embedding__isnull=True, memory_class__embed=True).count()
 
 
 _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT")

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from memory.content import unseal_parts
 from memory.embedder import get_embedder
+from memory.embedder_guard import EmbedderUnavailable
 from memory.errors import InvalidInput
 from memory.models import Confidence
 from memory.namespaces import intersect_prefixes, to_list
@@ -52,10 +53,12 @@ class RetrieveResult:
     packets: list[dict[str, Any]]
     budget: dict[str, int]
     dropped: dict[str, int]
+    # What this answer lacks, e.g. "semantic_unavailable": the embedding model is down, lexical matches only.
+    degraded: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {"retrieval_id": self.retrieval_id, "packets": self.packets, "budget": self.budget,
-                "dropped": self.dropped}
+                "dropped": self.dropped, "degraded": self.degraded}
 
 
 def _pool_size(limit: int) -> int:
@@ -157,11 +160,16 @@ def memory_retrieve(*, scope: Scope, request: RetrieveRequest) -> RetrieveResult
             raise InvalidInput(f"Unknown include '{name}'.", code="invalid_include")
     started = time.perf_counter()
     timings: dict[str, float] = {}
+    dropped: dict[str, int] = {}
     embedder = get_embedder()
-    vector = embedder.embed_query(request.query)
+    try:
+        vector = embedder.embed_query(request.query)
+    except EmbedderUnavailable:
+        # The model is down: answer from the lexical leg and say so; every vector leg skips an empty vector.
+        vector = []
+        dropped["semantic_unavailable"] = 1
     timings["embed"] = _ms(started)
     pool = _pool_size(request.limit)
-    dropped: dict[str, int] = {}
     log: list[dict[str, Any]] = []
     retention: list[float] = []  # retention (s) of the classes of the excluded records the log quotes
     items: list[Ranked] = []
@@ -191,7 +199,8 @@ def memory_retrieve(*, scope: Scope, request: RetrieveRequest) -> RetrieveResult
         candidates=log + [_log_entry(i) for i in items], budget=budget, dropped=dropped, timings=timings,
         retention=dt.timedelta(seconds=min(retention)) if retention else None,
     )
-    return RetrieveResult(retrieval_id=log_id, packets=packets, budget=budget, dropped=dropped)
+    degraded = ["semantic_unavailable"] if "semantic_unavailable" in dropped else []
+    return RetrieveResult(retrieval_id=log_id, packets=packets, budget=budget, dropped=dropped, degraded=degraded)
 
 
 def _select(items: list[Ranked], request: RetrieveRequest, embedder: Any,

@@ -9,6 +9,9 @@ For one deleted memory record (DeletionTarget with memory ids, event ids and mar
 - checkpoint and tool-call values that name a deleted memory id or show a marker are blanked.
 Markers shorter than MIN_MARKER characters are not matched (they would match half of any text).
 For a whole-subject erasure every thread, event, summary, checkpoint and tool call of the subject goes.
+For a cleared thread (``target.threads``: thread id and the last sequence number cleared) its events up to
+that number and the summaries over them are blank (the clear request did it; the steps repeat it, which
+is a no-op unless the request's work was lost), and retrieval logs drop the entries quoting those summaries.
 """
 
 from __future__ import annotations
@@ -87,12 +90,37 @@ def summaries_stale_on_request(target: DeletionTarget) -> list[str]:
     return stale
 
 
+def _cleared_summaries(target: DeletionTarget) -> QuerySet[Summary]:
+    over = Q(pk__in=[])
+    for thread_id, up_to in target.threads:
+        over |= Q(thread_id=thread_id, from_seq__lte=up_to)
+    return _scoped(Summary, target).filter(over)
+
+
+def _cleared_events(target: DeletionTarget) -> QuerySet[ThreadEvent]:
+    over = Q(pk__in=[])
+    for thread_id, up_to in target.threads:
+        over |= Q(thread_id=thread_id, seq__lte=up_to)
+    return _scoped(ThreadEvent, target).filter(over)
+
+
+def _clear_threads(target: DeletionTarget) -> int:
+    from memory.threads.services.clear import clear_events
+
+    list(Thread.objects.select_for_update().filter(pk__in=[t for t, _ in target.threads]).order_by("pk")
+         .values_list("pk"))
+    return sum(clear_events(thread_id=thread_id, tenant_id=target.tenant_id, up_to_seq=up_to,
+                            subject_external_id=target.subject_external_id) for thread_id, up_to in target.threads)
+
+
 @purge_surface("thread_events", order=20)
 @transaction.atomic
 def purge_thread_events(target: DeletionTarget) -> int:
     if target.whole_subject:
         deleted, _ = _scoped(Thread, target).delete()  # cascades to events and summaries
         return deleted
+    if target.threads:
+        return _clear_threads(target)
     # Materialised before blanking: once blank, an event no longer shows the marker that found it.
     hit = list(_hit_events(target).values_list("pk", "thread_id", "status"))
     # Same lock order as every thread writer (see services.common.lock_thread).
@@ -134,6 +162,8 @@ def purge_summaries(target: DeletionTarget) -> int:
     if target.whole_subject:
         deleted, _ = summaries.delete()
         return deleted
+    if target.threads:
+        return len(mark_stale(_cleared_summaries(target), reason=REASON, blank=True, regenerate=False))
     showing = summaries.filter(_shows_marker(target, "text"))
     return len(mark_stale(showing, reason=REASON, blank=True))
 
@@ -196,10 +226,34 @@ def _scrub_rows(rows: QuerySet[Any], fields: tuple[str, ...], needles: list[str]
     return touched
 
 
+@purge_surface("thread_retrieval_logs", order=31)
+@transaction.atomic
+def purge_thread_retrieval_logs(target: DeletionTarget) -> int:
+    """A cleared thread's summaries may have been served by retrieval: the log entries quoting them go."""
+    if not target.threads:
+        return 0
+    from memory.retrieval.models import RetrievalLog
+
+    ids = set(_cleared_summaries(target).values_list("pk", flat=True))
+    touched = []
+    logs = RetrievalLog.objects.filter(tenant_id=target.tenant_id, subject_id=target.subject_id,
+                                       candidates__contains=[{"source": "summaries"}])
+    for log in logs.select_for_update().only("id", "candidates"):
+        kept = [e for e in log.candidates if not (e.get("source") == "summaries" and e.get("id") in ids)]
+        if len(kept) != len(log.candidates):
+            log.candidates = kept
+            touched.append(log)
+    RetrievalLog.objects.bulk_update(touched, ["candidates"])
+    return len(touched)
+
+
 @read_check("thread_events")
 def check_thread_events(target: DeletionTarget) -> list[str]:
     if target.whole_subject:
         return [f"thread {pk}" for pk in _scoped(Thread, target).values_list("pk", flat=True)]
+    if target.threads:
+        return [f"thread event {pk}" for pk in _cleared_events(target).filter(status=ThreadEvent.Status.RECORDED)
+                .values_list("pk", flat=True)]
     return ([f"thread event {pk}" for pk in
              _hit_events(target).filter(status=ThreadEvent.Status.RECORDED).values_list("pk", flat=True)]
             + [f"thread {pk}" for pk in _threads_showing(target).values_list("pk", flat=True)])
@@ -210,6 +264,17 @@ def check_summaries(target: DeletionTarget) -> list[str]:
     summaries = _scoped(Summary, target)
     if target.whole_subject:
         return [f"summary {pk}" for pk in summaries.values_list("pk", flat=True)]
+    if target.threads:
+        from memory.retrieval.models import RetrievalLog
+
+        cleared = _cleared_summaries(target)
+        ids = list(cleared.values_list("pk", flat=True))
+        quoted = RetrievalLog.objects.filter(tenant_id=target.tenant_id, subject_id=target.subject_id,
+                                             candidates__contains=[{"source": "summaries"}])
+        return ([f"summary {pk}" for pk in cleared.exclude(text="", status=Summary.Status.STALE)
+                 .values_list("pk", flat=True)]
+                + [f"retrieval log {log.pk}" for log in quoted.only("id", "candidates")
+                   if any(e.get("source") == "summaries" and e.get("id") in ids for e in log.candidates)])
     deleted = ThreadEvent.objects.filter(pk__in=_hit_events(target).values("pk"))
     over = _summaries_over_deleted(deleted).exclude(text="", status=Summary.Status.STALE)
     return [f"summary {pk}" for pk in

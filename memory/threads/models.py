@@ -34,11 +34,19 @@ class Thread(models.Model):
     # gap-free: a rolled-back append rolls its increment back too.
     last_seq = models.PositiveBigIntegerField(default=0)
     actor = models.CharField(max_length=64)
+    # Idempotency-Key of the POST that created it: a client (a framework session) names its thread
+    # with a key of its own and gets the same thread back on every create.
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)
+    payload_hash = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         indexes = [models.Index(fields=["tenant", "subject", "created_at"], name="thread_scope_idx")]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "subject", "idempotency_key"], name="thread_unique_idem",
+                                    condition=Q(idempotency_key__isnull=False)),
+        ]
 
 
 class EventKind(models.TextChoices):
@@ -46,6 +54,9 @@ class EventKind(models.TextChoices):
     TOOL_CALL = "tool_call"
     TOOL_RESULT = "tool_result"
     APPROVAL = "approval"
+    # A client's item the server does not interpret (a framework's reasoning item, an encrypted
+    # envelope): kept verbatim in ``data``, left out of summaries.
+    OTHER = "other"
 
 
 class ThreadEvent(models.Model):

@@ -34,9 +34,19 @@ def thread_list(*, scope: Scope, limit: int = 50, offset: int = 0) -> list[Threa
     return list(_scoped(Thread, scope).order_by("-updated_at", "-pk")[offset: offset + limit])
 
 
-def thread_events(*, scope: Scope, thread_id: str, after: int = 0, limit: int = 50) -> list[ThreadEvent]:
+def thread_events(*, scope: Scope, thread_id: str, after: int = 0, before: int | None = None,
+                  status: str | None = None, limit: int = 50, newest: bool = False) -> list[ThreadEvent]:
+    """Events of one thread in seq order: the first ``limit`` after ``after``, or with ``newest`` the last
+    ``limit`` (one query either way; the (tenant, subject, thread, seq) index serves both directions)."""
     thread = thread_get(scope=scope, thread_id=thread_id)
-    return list(_scoped(ThreadEvent, scope).filter(thread=thread, seq__gt=after).order_by("seq")[:limit])
+    qs = _scoped(ThreadEvent, scope).filter(thread=thread, seq__gt=after)
+    if before is not None:
+        qs = qs.filter(seq__lt=before)
+    if status:
+        qs = qs.filter(status=status)
+    if newest:
+        return list(reversed(qs.order_by("-seq")[:limit]))
+    return list(qs.order_by("seq")[:limit])
 
 
 def thread_event_get(*, scope: Scope, thread_id: str, event_id: str) -> ThreadEvent:

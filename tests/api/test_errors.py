@@ -102,3 +102,14 @@ def test_an_explicit_write_cannot_claim_another_authority(agent):
     response = agent.post(URL, memory_body(source={"type": "system_of_record", "event_id": "e1"}))
 
     assert_error(response, 400, "invalid_source_type")
+
+
+@pytest.mark.parametrize("url", ["/api/v1/memories", "/api/v1/threads", "/api/v1/documents"])
+def test_an_offset_beyond_the_databases_range_is_a_400_not_a_500(agent, url):
+    assert_error(agent.get(url, {"offset": 2**70}), 400, "invalid")
+
+
+def test_an_event_seq_beyond_the_databases_range_is_a_400_not_a_500(agent):
+    thread_id = agent.post("/api/v1/threads", {"title": "t"}).json()["thread_id"]
+
+    assert_error(agent.get(f"/api/v1/threads/{thread_id}/events", {"after": 2**70}), 400, "invalid")

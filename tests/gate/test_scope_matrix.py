@@ -37,6 +37,9 @@ PROC = P + "procedures/<str:name>"
 EXPECTED: dict[tuple[str, str], dict[str, tuple[int, str | None]]] = {
     (P + "health", "GET"): every(200),
     (P + "schema", "GET"): every(200),
+    # The API reference pages (Swagger UI, ReDoc) are public like the schema they read.
+    (P + "docs/", "GET"): every(200),
+    (P + "redoc/", "GET"): every(200),
     (P + "principal-tokens", "POST"): only(mint=201),
     (P + "memories", "GET"): only(read=200),
     (P + "memories", "POST"): only(write=201),
@@ -58,6 +61,9 @@ EXPECTED: dict[tuple[str, str], dict[str, tuple[int, str | None]]] = {
     (P + "threads/<str:thread_id>", "GET"): only(read=200),
     (P + "threads/<str:thread_id>/events", "GET"): only(read=200),
     (P + "threads/<str:thread_id>/events", "POST"): only(write=201),
+    (P + "threads/<str:thread_id>/events", "DELETE"): only(write=202),
+    (P + "threads/<str:thread_id>/events/batch", "POST"): only(write=201),
+    (P + "threads/<str:thread_id>/events/pop", "POST"): only(write=200),
     (P + "threads/<str:thread_id>/events/<str:event_id>", "GET"): only(read=200),
     (P + "threads/<str:thread_id>/events/<str:event_id>", "DELETE"): only(write=200),
     (P + "threads/<str:thread_id>/summaries", "GET"): only(read=200),
@@ -100,6 +106,8 @@ def requests(world: Any) -> dict[tuple[str, str], dict[str, Any]]:
         (P + "facts", "GET"): {"body": {"namespace": "user/travel_preferences", "field": "seat"}},
         (P + "threads", "POST"): {"body": {"title": "another"}},
         (P + "threads/<str:thread_id>/events", "POST"): {"body": {"kind": "message", "role": "user", "text": "hi"}},
+        (P + "threads/<str:thread_id>/events/batch", "POST"): {
+            "body": {"events": [{"kind": "message", "role": "user", "text": "hi again"}]}},
         (P + "threads/<str:thread_id>/summaries", "POST"): {"body": {"text": "Said hi", "from_seq": 1, "to_seq": 1}},
         (P + "threads/<str:thread_id>/summarize", "POST"): {"body": {}},
         (P + "workflows/<str:workflow_id>/checkpoint", "PUT"): {"body": {"current_step": "book"},

@@ -47,6 +47,12 @@ def test_it_answers_404_for_an_unknown_procedure_or_version(agent, procedure):
     assert agent.get("/api/v1/procedures/refunds/versions/x").status_code == 404
 
 
+def test_version_zero_is_no_version_not_the_current_one(agent, procedure):
+    response = agent.get("/api/v1/procedures/refunds/versions/0")
+
+    assert response.status_code == 404 and response.json()["code"] == "not_found"
+
+
 def test_it_hides_another_tenants_procedures(foreign_agent, procedure):
     assert foreign_agent.get("/api/v1/procedures/refunds").status_code == 404
     assert foreign_agent.get("/api/v1/procedures/refunds/versions/1").status_code == 404

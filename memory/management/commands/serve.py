@@ -1,15 +1,15 @@
-"""Serve UI + API (gunicorn) together with a django-q2 worker (qcluster); Ctrl-C stops both."""
+"""Serve UI + API (gunicorn) together with the workers of every queue (one qcluster each); Ctrl-C stops all."""
 
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
-import time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
+
+from memory.queues import QUEUES
+from memory.workqueues import Child, Supervisor, thread_env, worker_children
 
 
 class Command(BaseCommand):
@@ -18,42 +18,25 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", 8000)))
         parser.add_argument("--host", default="127.0.0.1")
-        parser.add_argument("--workers", type=int, default=2)
+        parser.add_argument("--workers", type=int, default=int(os.environ.get("ENGRAM_WEB_WORKERS", 2)),
+                            help="gunicorn worker processes (each runs --threads request threads)")
+        parser.add_argument("--threads", type=int, default=int(os.environ.get("ENGRAM_WEB_THREADS", 4)))
+        parser.add_argument("--queues", default=",".join(QUEUES),
+                            help="queues to run workers for on this node (comma-separated; empty: none)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         bind = f"{options['host']}:{options['port']}"
-        web = [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", bind,
-               "--workers", str(options["workers"]), "--threads", "4", "--timeout", "120",
-               "--access-logfile", "-"]
-        worker = [sys.executable, "manage.py", "qcluster"]
-        # Each child leads its own process group: a terminal's Ctrl-C reaches only this command, which
-        # then stops each group exactly once (a second signal mid-shutdown leaves qcluster's children behind).
-        processes = [subprocess.Popen(web, start_new_session=True), subprocess.Popen(worker, start_new_session=True)]
-        self.stdout.write(f"Engram on http://{bind}/ (UI) and http://{bind}/api/v1/ (API), worker running. "
-                          "Ctrl-C stops both.")
-
-        stopping = False
-
-        def stop(*_: Any) -> None:
-            nonlocal stopping
-            if stopping:
-                return
-            stopping = True
-            for process in processes:
-                if process.poll() is None:
-                    os.killpg(process.pid, signal.SIGTERM)
-
-        signal.signal(signal.SIGINT, stop)
-        signal.signal(signal.SIGTERM, stop)
-        try:
-            # If either process dies, stop the other: a UI without its worker would hide failures.
-            while all(p.poll() is None for p in processes):
-                time.sleep(0.5)
-        finally:
-            stop()
-            for process in processes:
-                try:
-                    process.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    os.killpg(process.pid, signal.SIGKILL)
-                    process.wait()
+        web = Child(name="web", argv=[
+            sys.executable, "-m", "gunicorn", "config.wsgi:application", "-c", "python:config.gunicorn", "--bind", bind,
+            "--workers", str(options["workers"]), "--threads", str(options["threads"]), "--timeout", "120",
+            "--access-logfile", "-", "--forwarded-allow-ips", os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1"),
+        ], env=thread_env(1))  # one model thread per web process: queries embed one sentence at a time
+        queues = tuple(q for q in options["queues"].split(",") if q)
+        unknown = sorted(set(queues) - set(QUEUES))
+        if unknown:
+            self.stderr.write(f"unknown queue(s): {', '.join(unknown)}; known: {', '.join(QUEUES)}")
+            sys.exit(2)
+        supervisor = Supervisor([web, *worker_children(queues)])
+        self.stdout.write(f"Engram on http://{bind}/ (UI) and http://{bind}/api/v1/ (API), "
+                          f"workers for {', '.join(queues) or 'no queue'}. Ctrl-C stops all.")
+        supervisor.run()

@@ -6,7 +6,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -44,16 +44,45 @@ class AppendResult:
     created: bool
 
 
+@dataclass
+class CreateResult:
+    thread: Thread
+    created: bool
+
+
+def _thread_replay(scope: Scope, key: str, digest: str) -> CreateResult | None:
+    thread = Thread.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id, idempotency_key=key).first()
+    if thread is None:
+        return None
+    if thread.payload_hash != digest:
+        raise Conflict(f"Idempotency-Key '{key}' was already used for a different thread; use a new key.",
+                       code="idempotency_conflict")
+    return CreateResult(thread=thread, created=False)
+
+
 @transaction.atomic
-def thread_create(*, scope: Scope, title: str = "", metadata: dict[str, Any] | None = None) -> Thread:
+def thread_create(*, scope: Scope, title: str = "", metadata: dict[str, Any] | None = None,
+                  idempotency_key: str | None = None) -> CreateResult:
+    """A new thread; with an Idempotency-Key, the thread created under that key (same body) if there is one."""
     scope.require(WRITE)
     scope.require_threads()
-    refuse_secrets({"title": title, "metadata": metadata or {}})
-    thread = Thread.objects.create(tenant_id=scope.tenant_id, subject_id=scope.subject_id, title=title,
-                                   metadata=metadata or {}, actor=scope.actor)
+    refuse_secrets({"title": title, "metadata": metadata or {}, "idempotency_key": idempotency_key or ""})
+    digest = request_hash({"title": title, "metadata": metadata or {}})
+    if idempotency_key and (replay := _thread_replay(scope, idempotency_key, digest)) is not None:
+        return replay
+    try:
+        with transaction.atomic():
+            thread = Thread.objects.create(tenant_id=scope.tenant_id, subject_id=scope.subject_id, title=title,
+                                           metadata=metadata or {}, actor=scope.actor,
+                                           idempotency_key=idempotency_key or None, payload_hash=digest)
+    except IntegrityError:  # a twin request with the same key committed first
+        replay = _thread_replay(scope, idempotency_key or "", digest)
+        if replay is None:
+            raise
+        return replay
     audit(actor=scope.actor, action="thread.create", object_type="thread", object_id=thread.pk,
           tenant_id=scope.tenant_id, subject_id=scope.subject_id)
-    return thread
+    return CreateResult(thread=thread, created=True)
 
 
 def _replay(existing: ThreadEvent, digest: str, key: str) -> AppendResult:
@@ -102,6 +131,26 @@ def thread_event_append(*, scope: Scope, thread_id: str, item: EventInput,
     return AppendResult(event=event, created=True)
 
 
+MAX_BATCH = 100
+
+
+@transaction.atomic
+def thread_events_append(*, scope: Scope, thread_id: str,
+                         items: list[tuple[EventInput, str | None]]) -> list[AppendResult]:
+    """Append several events in order, all or none, with consecutive sequence numbers (the thread lock is
+    held from the first to the last, so no other append lands between them). Each item may carry its own
+    Idempotency-Key: a replayed batch returns the events it created the first time."""
+    if not items:
+        raise InvalidInput("Give at least one event.", code="invalid")
+    if len(items) > MAX_BATCH:
+        raise InvalidInput(f"A batch holds at most {MAX_BATCH} events; got {len(items)}.", code="batch_too_large")
+    keys = [key for _, key in items if key]
+    if len(keys) != len(set(keys)):
+        raise InvalidInput("Each event of a batch needs its own Idempotency-Key.", code="invalid_idempotency_key")
+    return [thread_event_append(scope=scope, thread_id=thread_id, item=item, idempotency_key=key)
+            for item, key in items]
+
+
 @transaction.atomic
 def thread_event_delete(*, scope: Scope, thread_id: str, event_id: str) -> tuple[ThreadEvent, list[str]]:
     """Blank one event's content in place (its row and seq stay), mark the summaries over it stale.
@@ -125,6 +174,31 @@ def thread_event_delete(*, scope: Scope, thread_id: str, event_id: str) -> tuple
           tenant_id=scope.tenant_id, subject_id=scope.subject_id,
           data={"thread_id": thread.pk, "seq": event.seq, "stale_summaries": stale})
     return event, stale
+
+
+@transaction.atomic
+def thread_event_pop(*, scope: Scope, thread_id: str) -> ThreadEvent | None:
+    """Take the thread's last recorded event off the log: returned as it was, blanked in place (row and seq
+    stay, the summaries over it go stale), exactly like deleting it by id. None when no event is left.
+
+    Under the thread lock, so two pops never return the same event and an append racing the pop is
+    either popped whole or not at all."""
+    scope.require(WRITE)
+    scope.require_threads()
+    thread = lock_thread(scope, thread_id)
+    event = ThreadEvent.objects.filter(thread=thread, status=ThreadEvent.Status.RECORDED).order_by("-seq").first()
+    if event is None:
+        return None
+    blank_events(ThreadEvent.objects.filter(pk=event.pk))
+    tombstone_events(tenant_id=scope.tenant_id, subject_external_id=scope.subject_external_id, event_ids=[event.pk])
+    stale = summaries_invalidate(thread=thread, event=event, blank=True,
+                                 reason=f"event {event.pk} (seq {event.seq}) was deleted")
+    audit(actor=scope.actor, action="thread_event.pop", object_type="thread_event", object_id=event.pk,
+          tenant_id=scope.tenant_id, subject_id=scope.subject_id,
+          data={"thread_id": thread.pk, "seq": event.seq, "stale_summaries": stale})
+    # The caller gets the content it took off the log; the row itself holds none any more.
+    event.status, event.deleted_at = ThreadEvent.Status.DELETED, timezone.now()
+    return event
 
 
 def blank_events(events: Any) -> int:

@@ -10,11 +10,11 @@ from django.contrib.postgres.search import SearchVector
 from django.db import transaction
 from django.db.models import Max, Q, QuerySet
 from django.utils import timezone
-from django_q.tasks import async_task
 
 from memory.audit import audit
 from memory.errors import Conflict, InvalidInput, NotFound
 from memory.policy.secrets import refuse_secrets
+from memory.queues import INTERACTIVE, enqueue
 from memory.scope import WRITE, Scope
 from memory.search import TEXT_SEARCH_CONFIG
 from memory.threads.models import Summary, Thread, ThreadEvent
@@ -49,7 +49,7 @@ def _create(*, thread: Thread, origin: str, draft: SummaryDraft, from_seq: int, 
     )
     Summary.objects.filter(pk=summary.pk).update(search_vector=SearchVector("text", config=TEXT_SEARCH_CONFIG))
     if summary.text:
-        transaction.on_commit(partial(async_task, "memory.threads.tasks.embed_summaries", [summary.pk]))
+        transaction.on_commit(partial(enqueue, "memory.threads.tasks.embed_summaries", [summary.pk], queue=INTERACTIVE))
     return summary
 
 
@@ -162,7 +162,7 @@ def mark_stale(summaries: QuerySet[Summary], *, reason: str, blank: bool, regene
     to_regenerate = [pk for pk, origin, _, replaced in rows
                      if regenerate and origin == Summary.Origin.SERVER and not replaced]
     for pk in to_regenerate:
-        transaction.on_commit(partial(async_task, "memory.threads.tasks.regenerate_summary", pk))
+        transaction.on_commit(partial(enqueue, "memory.threads.tasks.regenerate_summary", pk, queue=INTERACTIVE))
     return fresh
 
 

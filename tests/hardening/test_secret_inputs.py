@@ -1,0 +1,89 @@
+"""Secrets are refused wherever a client's words would be kept: retrieve queries and filters (kept in the
+retrieval log, shown in exports), subject ids when minting, workflow ids and other identifiers in paths,
+idempotency keys. Refused with 422 secret_detected and stored nowhere."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memory.models import Subject
+from memory.policy import secrets as policy
+from memory.retrieval.models import RetrievalLog
+from memory.threads.models import Checkpoint
+
+pytestmark = pytest.mark.django_db
+
+GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+
+
+def assert_refused(response, where: str):
+    assert response.status_code == 422, response.content
+    body = response.json()
+    assert body["code"] == "secret_detected" and where in body["detail"]
+    assert GITHUB_TOKEN not in body["detail"] and AWS_KEY not in body["detail"]
+
+
+def test_a_retrieve_query_holding_a_secret_is_refused_and_not_logged(agent):
+    response = agent.post("/api/v1/retrieve", {"query": f"my token is {GITHUB_TOKEN}"})
+
+    assert_refused(response, "query")
+    assert RetrievalLog.objects.count() == 0
+
+
+def test_a_retrieve_filter_holding_a_secret_is_refused(agent):
+    response = agent.post("/api/v1/retrieve", {"query": "seats", "filters": {"fields": [AWS_KEY]}})
+
+    assert_refused(response, "filters.fields[0]")
+    assert RetrievalLog.objects.count() == 0
+
+
+def test_a_clean_query_is_still_answered_and_logged(agent):
+    assert agent.post("/api/v1/retrieve", {"query": "which seat do I like"}).status_code == 200
+    assert RetrievalLog.objects.count() == 1
+
+
+def test_a_secret_used_as_a_subject_id_is_not_minted(make_agent, tenant):
+    minter = make_agent(tenant, subject=None, scopes=["mint"])
+
+    response = minter.post("/api/v1/principal-tokens", {"subject_id": GITHUB_TOKEN})
+
+    assert_refused(response, "subject_id")
+    assert not Subject.objects.filter(external_id=GITHUB_TOKEN).exists()
+
+
+def test_a_secret_used_as_a_workflow_id_is_refused(agent):
+    response = agent.put(f"/api/v1/workflows/{GITHUB_TOKEN}/checkpoint", {"current_step": "s1"})
+
+    assert_refused(response, "workflow_id")
+    assert Checkpoint.objects.count() == 0
+
+
+def test_a_secret_in_an_idempotency_key_header_is_refused(agent):
+    thread = agent.post("/api/v1/threads", {"title": "t"}).json()
+
+    response = agent.post(f"/api/v1/threads/{thread['thread_id']}/events", {"kind": "message", "text": "hi"},
+                          headers={"Idempotency-Key": AWS_KEY})
+
+    assert_refused(response, "Idempotency-Key")
+
+
+# The scan skips detect-secrets for lines none of its enabled plugins could flag; it must never change an answer.
+texts = st.one_of(st.text(max_size=80), st.sampled_from([GITHUB_TOKEN, AWS_KEY, "password = hunter22!",
+                                                          "api_key: 'abcdefghijklmnop1234'", "xoxb-1234-5678-abcdef"]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(prefix=st.text(max_size=20), text=texts, suffix=st.text(max_size=20))
+def test_the_prefilter_never_changes_what_the_scan_finds(prefix, text, suffix):
+    line = prefix + text + suffix
+    filtered = policy.scan_text(line)
+    saved = policy._PREFILTER
+    policy._PREFILTER = []  # an empty prefilter runs every plugin on every line
+    try:
+        unfiltered = policy.scan_text(line)
+    finally:
+        policy._PREFILTER = saved
+    assert filtered == unfiltered
