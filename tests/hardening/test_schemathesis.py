@@ -2,7 +2,7 @@
 is called with generated path parameters, query parameters and bodies, authenticated as a real agent,
 through the WSGI application. No server error, and no response that contradicts a documented schema.
 
-What it exercises depends on what the schema documents, so it grows with the schema without edits here:
+What it exercises is what the schema documents, so it grows with the schema without edits here:
 operations without a documented body get none, undocumented responses are not validated, and as request
 bodies, query parameters and response shapes are documented they are generated and checked. Undocumented
 error statuses are not failures (``status_code_conformance`` is left out) until the schema lists them.
