@@ -15,7 +15,7 @@ retrieve and facts through HTTP and at the selector, and a naive baseline: an ex
 vector scan (and a full-table field scan for facts) with the scope filtered afterwards in Python.
 Prints a table; writes JSON to bench/results/.
 
-``--profile knowledge`` (issue 8) loads N chunks in D access domains (default 50,000 in 20; its own
+``--profile knowledge`` loads N chunks in D access domains (default 50,000 in 20; its own
 database, ``engram_bench_knowledge``; ``--reuse`` keeps a load of the same size) and measures the
 knowledge provider alone for principals reading 1, 5 and all domains, mixed retrieval (include
 memory + knowledge) through HTTP and at the selector, and the naive baseline: an exact scan of every
@@ -699,7 +699,7 @@ def sizes_profile(args: argparse.Namespace) -> None:  # noqa: C901 - a linear sc
     write_results(console, "sizes", {"args": vars(args), "sizes": results})
 
 
-# --- knowledge profile (issue 8) ------------------------------------------------------------------------
+# --- knowledge profile ----------------------------------------------------------------------------------
 K_TOPICS = ["billing", "refunds", "shipping", "vpn", "onboarding", "payroll", "security", "incidents", "deploys",
             "databases", "backups", "pricing", "contracts", "hiring", "travel", "expenses", "laptops", "printers",
             "wifi", "email", "calendar", "support", "escalation", "sla", "api", "webhooks", "mobile", "search",

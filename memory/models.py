@@ -238,7 +238,7 @@ class MemoryRecord(models.Model):
             models.Index(fields=["tenant", "subject", "status"], name="record_scope_idx"),
             models.Index(fields=["tenant", "subject", "namespace", "field"], name="record_head_idx"),
             GinIndex(fields=["search_vector"], name="record_fts_idx"),
-            # No HNSW index on embedding (retrieval issue, measured): every read is scoped to one
+            # No HNSW index on embedding (measured: docs/retrieval.md): every read is scoped to one
             # subject, where pgvector 0.6's filtered HNSW under-fills and an exact scan over the
             # btree scope index is both correct and fast; and the index halved embedding-fill
             # throughput (2,003 -> 1,028 rows/s at 20k rows). See memory/retrieval/candidates.py.

@@ -1,6 +1,6 @@
 """The HTML report opens in a real Chromium: summary, one chart per metric, the adversarial cases.
 
-Saves docs/screenshots/evaluation-report.png (the screenshot the issue asks for).
+Saves docs/screenshots/evaluation-report.png (the screenshot the README shows).
 """
 
 from __future__ import annotations
