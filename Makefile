@@ -60,8 +60,11 @@ lint: install
 	$(VENV)/bin/mypy .
 	$(PY) manage.py makemigrations --check --dry-run
 
+# Two processes, one test file at a time each (files share fixtures and live servers); then, alone, the tests
+# that stop the database server the others use.
 test: install chromium lint
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadfile -m "not serial"
+	$(PY) -m pytest -m serial
 
 test-fast: install
 	$(PY) -m pytest -m "not browser and not worker" -x -q

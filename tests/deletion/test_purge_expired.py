@@ -78,6 +78,8 @@ def test_it_deletes_records_past_maximum_retention_through_a_deletion_job(agent)
     assert DeletionJob.objects.count() == 1
 
 
+# The schedule is a data migration's row: restored here even after a live-server test flushed the tables.
+@pytest.mark.django_db(serialized_rollback=True)
 def test_the_hourly_schedule_exists():
     schedule = Schedule.objects.get(name="engram.purge_expired")
 

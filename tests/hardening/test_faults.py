@@ -104,6 +104,7 @@ def test_a_deletion_whose_worker_was_killed_resumes_and_completes_verified(agent
     assert record["status"] == "deleted" and record["text"] == "" and "aisle" not in str(record)
 
 
+@pytest.mark.serial  # stops the database server every other test uses
 def test_database_restart_under_writes_gives_503_and_retries_write_exactly_once(served, make_agent, tenant):
     agent = make_agent(tenant, "usr_owner")
     server = served()

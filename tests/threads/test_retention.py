@@ -67,6 +67,8 @@ def test_zero_days_keeps_everything(state, settings, capsys):
     assert Thread.objects.count() == 2
 
 
+# The schedule is a data migration's row: restored here even after a live-server test flushed the tables.
+@pytest.mark.django_db(serialized_rollback=True)
 def test_the_daily_schedule_exists():
     schedule = Schedule.objects.get(name="engram.purge_inactive_threads")
 
