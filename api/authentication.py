@@ -49,7 +49,7 @@ class AgentKeyAuthentication(BaseAuthentication):
             raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <agent key>'.", code="invalid_key")
         key = agent_key_lookup(raw_key.strip())
         if key is None:
-            from api.throttling import count_failed_key
+            from api.throttling import count_failed_key  # here: api.throttling imports this module
 
             count_failed_key(request)
             raise exceptions.AuthenticationFailed("The agent key is not valid or was revoked.", code="invalid_key")
