@@ -295,6 +295,11 @@ ENGRAM_SUMMARIZER_TIMEOUT = env_int("ENGRAM_SUMMARIZER_TIMEOUT", 30)  # seconds
 ENGRAM_PROCEDURE_ALLOWED_HOSTS = env_list("ENGRAM_PROCEDURE_ALLOWED_HOSTS", [])
 # Retrieval logs quote content: kept at most this long (shorter when a quoted class's TTL is shorter).
 ENGRAM_RETRIEVAL_LOG_DAYS = env_int("ENGRAM_RETRIEVAL_LOG_DAYS", 30)
+# A subject with at least this many records gets its own search indexes and BM25 statistics, built by the worker
+# (memory/retrieval/subject_index.py); smaller subjects are scored by an exact scan of their rows.
+ENGRAM_SUBJECT_INDEX_THRESHOLD = env_int("ENGRAM_SUBJECT_INDEX_THRESHOLD", 5000)
+# PostgreSQL's maintenance_work_mem while building one subject's indexes (that statement only).
+ENGRAM_SUBJECT_INDEX_BUILD_MEMORY = env_str("ENGRAM_SUBJECT_INDEX_BUILD_MEMORY", "1GB")
 # Tombstones outlive the longest retry and consolidation window, then expire.
 ENGRAM_TOMBSTONE_DAYS = env_int("ENGRAM_TOMBSTONE_DAYS", 30)
 # A failing deletion step is retried this many times, waiting base * 2^attempt seconds between tries.

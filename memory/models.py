@@ -238,6 +238,10 @@ class MemoryRecord(models.Model):
             models.Index(fields=["tenant", "subject", "status"], name="record_scope_idx"),
             models.Index(fields=["tenant", "subject", "namespace", "field"], name="record_head_idx"),
             GinIndex(fields=["search_vector"], name="record_fts_idx"),
+            # Live records still waiting for their embedding: counted by every retrieve of an indexed (large)
+            # subject without reading its other rows (memory/retrieval/candidates.py).
+            models.Index(fields=["subject"], condition=Q(embedding__isnull=True, status="active"),
+                         name="record_unembedded_idx"),
             # No HNSW index on embedding (measured: docs/retrieval.md): every read is scoped to one
             # subject, where pgvector 0.6's filtered HNSW under-fills and an exact scan over the
             # btree scope index is both correct and fast; and the index halved embedding-fill

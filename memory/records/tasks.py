@@ -6,15 +6,21 @@ from __future__ import annotations
 def embed_records(record_ids: list[str]) -> int:
     """Fill the derived embedding of records (only rows still without one)."""
     from memory.retrieval.embedding import embed_record_ids
+    from memory.retrieval.subject_index import after_writes_to
 
-    return embed_record_ids(record_ids)
+    written = embed_record_ids(record_ids)
+    after_writes_to(record_ids)  # a subject that grew past the threshold gets its own indexes
+    return written
 
 
 def derive_context(record_ids: list[str]) -> int:
     """Derive the context windows of episodic records and of their neighbours (retrieval owns the logic)."""
     from memory.retrieval.context import refresh_context
+    from memory.retrieval.subject_index import after_writes_to
 
-    return refresh_context(record_ids)
+    written = refresh_context(record_ids)
+    after_writes_to(record_ids)
+    return written
 
 
 def embed_pending(limit: int = 20_000) -> int:

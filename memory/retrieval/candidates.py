@@ -48,6 +48,8 @@ from django.db.models.functions import Now
 from pgvector.django import CosineDistance
 
 from memory.models import Confidence, MemoryRecord, RecordStatus
+from memory.namespaces import under_any_q
+from memory.retrieval.models import TermBucket
 from memory.scope import Scope
 from memory.search import TEXT_SEARCH_CONFIG, vector_literal
 
@@ -97,6 +99,7 @@ class SearchResult:
     candidates: list[Candidate]
     excluded: list[dict[str, Any]]
     pending: int
+    indexed: bool = False  # answered through the subject's own indexes (else: every scoped row, exactly)
 
 
 def _filtered(qs: QuerySet[MemoryRecord], filters: Filters) -> QuerySet[MemoryRecord]:
@@ -143,13 +146,18 @@ def _seconds(field: str) -> Any:
 
 _SEARCH_SQL = """
 WITH q AS MATERIALIZED (
-    SELECT %s::vector AS v, t.terms, ARRAY(SELECT quote_literal(x)::tsquery FROM unnest(t.terms) x) AS tsqs,
+    SELECT %(vector)s::vector AS v, t.terms, ARRAY(SELECT quote_literal(x)::tsquery FROM unnest(t.terms) x) AS tsqs,
            CASE WHEN cardinality(t.terms) > 0 THEN array_to_string(
-               ARRAY(SELECT quote_literal(x) FROM unnest(t.terms) x), ' | ')::tsquery END AS tsq
-    FROM (SELECT coalesce(ARRAY(SELECT DISTINCT lexeme FROM unnest(to_tsvector(%s::regconfig, %s))),
+               ARRAY(SELECT quote_literal(x) FROM unnest(t.terms) x), ' | ')::tsquery END AS tsq{ef_search}
+    FROM (SELECT coalesce(ARRAY(SELECT DISTINCT lexeme FROM unnest(to_tsvector(%(config)s::regconfig, %(query)s))),
                           '{{}}'::text[]) AS terms) t
 ),
-eligible ({e_columns}) AS NOT MATERIALIZED ({e_sql}),
+-- Whether the subject has its own indexes and term statistics, ready (SubjectIndex; memory/retrieval/subject_index.py).
+ix AS MATERIALIZED (
+    SELECT EXISTS (SELECT 1 FROM retrieval_subjectindex si WHERE si.subject_id = {subject} AND si.ready)
+           AND NOT %(exact)s AS ready
+),
+eligible ({e_columns}) AS NOT MATERIALIZED ({e_sql}),{indexed_ctes}
 e AS MATERIALIZED (
     -- Distance, length and whether any query word occurs are computed while the scoped rows are read:
     -- the vectors never leave the scan, and only matching rows keep their text vector.
@@ -157,18 +165,14 @@ e AS MATERIALIZED (
            length(eligible.search_vector) AS own_len,
            CASE WHEN eligible.search_vector @@ q.tsq THEN eligible.search_vector END AS own_match
     FROM eligible, q
+    WHERE {e_where}
 ),
 c AS MATERIALIZED (
     SELECT rc.record_id AS id, length(rc.terms) AS len, (rc.embedding <=> q.v) + 0 AS distance,
            CASE WHEN rc.terms @@ q.tsq THEN rc.terms END AS around_match
     FROM retrieval_recordcontext rc JOIN e ON e.id = rc.record_id, q
 ),
-stats AS (
-    SELECT count(*)::float AS n,
-           greatest((coalesce(sum(own_len), 0) + %s * (SELECT coalesce(sum(len), 0) FROM c)) / greatest(count(*), 1),
-                    1) AS avgdl
-    FROM e
-),
+stats AS ({stats}),
 -- Rows of e, c and lex are combined by UNION ALL and GROUP BY id, never joined: the planner cannot know how
 -- large one subject is (its estimate is the average subject), and a nested loop over a misestimated join
 -- would be quadratic in the subject's size.
@@ -176,26 +180,27 @@ matched AS (
     SELECT id, (array_agg(own) FILTER (WHERE own IS NOT NULL))[1] AS own,
            (array_agg(around) FILTER (WHERE around IS NOT NULL))[1] AS around, sum(len) AS dl
     FROM (SELECT id, own_match AS own, NULL::tsvector AS around, own_len::float AS len FROM e
-          UNION ALL SELECT id, NULL, around_match, %s * len FROM c) u
+          UNION ALL SELECT id, NULL, around_match, %(context_weight)s * len FROM c) u
     GROUP BY id
     HAVING count(own) > 0 OR count(around) > 0
 ),
 hits AS (
     SELECT * FROM (
-        SELECT m.id, m.dl, t.term, (m.own @@ t.tsq)::int + %s * coalesce((m.around @@ t.tsq)::int, 0) AS tf
+        SELECT m.id, m.dl, t.term,
+               (m.own @@ t.tsq)::int + %(context_weight)s * coalesce((m.around @@ t.tsq)::int, 0) AS tf
         FROM matched m, q, unnest(q.terms, q.tsqs) t(term, tsq)) h
     WHERE tf > 0
 ),
 idf AS (
     SELECT t.term, ln(1 + (s.n - coalesce(d.df, 0) + 0.5) / (coalesce(d.df, 0) + 0.5)) AS idf,
-           CASE WHEN d.df IS NULL THEN ln(1 + (greatest(s.n, %s) + 0.5) / 0.5) END AS unseen_idf
+           CASE WHEN d.df IS NULL THEN ln(1 + (greatest(s.n, %(unseen)s) + 0.5) / 0.5) END AS unseen_idf
     FROM q, unnest(q.terms) t(term)
-    LEFT JOIN (SELECT term, count(*)::float AS df FROM hits GROUP BY term) d ON d.term = t.term,
+    LEFT JOIN ({df}) d ON d.term = t.term,
     stats s
 ),
-ceiling AS (SELECT (%s + 1) * sum(coalesce(unseen_idf, idf)) AS top FROM idf),
+ceiling AS (SELECT (%(k1)s + 1) * sum(coalesce(unseen_idf, idf)) AS top FROM idf),
 lex AS (
-    SELECT h.id, sum(i.idf * h.tf * (%s + 1) / (h.tf + %s * (1 - %s + %s * h.dl / s.avgdl)))
+    SELECT h.id, sum(i.idf * h.tf * (%(k1)s + 1) / (h.tf + %(k1)s * (1 - %(b)s + %(b)s * h.dl / s.avgdl)))
                  / nullif(max(ceiling.top), 0) AS lexical
     FROM hits h JOIN idf i ON i.term = h.term, stats s, ceiling
     GROUP BY h.id
@@ -203,7 +208,7 @@ lex AS (
 scored AS (
     SELECT id, max(lexical) AS lexical,
            CASE WHEN max(ctx_distance) IS NULL THEN 1 - max(own_distance)
-                ELSE %s * (1 - max(own_distance)) + (1 - %s) * (1 - max(ctx_distance))
+                ELSE %(own_weight)s * (1 - max(own_distance)) + (1 - %(own_weight)s) * (1 - max(ctx_distance))
            END AS similarity
     FROM (SELECT id, NULL::float AS lexical, own_distance, NULL::float AS ctx_distance FROM e
           UNION ALL SELECT id, lexical, NULL, NULL FROM lex
@@ -212,28 +217,29 @@ scored AS (
 ),
 fused AS MATERIALIZED (
     SELECT id, lexical, similarity,
-           %s * coalesce(lexical, 0) * CASE WHEN similarity IS NULL THEN 1
-                                             ELSE least(greatest(similarity, 0) / %s, 1) END
-           + %s * greatest(coalesce(similarity, 0), 0) AS relevance
+           %(w_lexical)s * coalesce(lexical, 0) * CASE WHEN similarity IS NULL THEN 1
+                                             ELSE least(greatest(similarity, 0) / %(gate)s, 1) END
+           + %(w_semantic)s * greatest(coalesce(similarity, 0), 0) AS relevance
     FROM scored WHERE lexical IS NOT NULL OR similarity IS NOT NULL  -- found by at least one leg
 ),
 -- Each ordering keeps its best `pool` rows only (a top-N heap, not a sort of the whole scope).
 by_fused AS (
     SELECT id, row_number() OVER (ORDER BY relevance DESC, id) AS fused_rank
-    FROM (SELECT id, relevance FROM fused ORDER BY relevance DESC, id LIMIT %s) t
+    FROM (SELECT id, relevance FROM fused ORDER BY relevance DESC, id LIMIT %(pool)s) t
 ),
 by_lexical AS (
     SELECT id, row_number() OVER (ORDER BY lexical DESC, id) AS lexical_rank
-    FROM (SELECT id, lexical FROM fused WHERE lexical IS NOT NULL ORDER BY lexical DESC, id LIMIT %s) t
+    FROM (SELECT id, lexical FROM fused WHERE lexical IS NOT NULL ORDER BY lexical DESC, id LIMIT %(pool)s) t
 ),
 by_semantic AS (
     SELECT id, row_number() OVER (ORDER BY similarity DESC, id) AS semantic_rank
-    FROM (SELECT id, similarity FROM fused WHERE similarity IS NOT NULL ORDER BY similarity DESC, id LIMIT %s) t
+    FROM (SELECT id, similarity FROM fused WHERE similarity IS NOT NULL ORDER BY similarity DESC, id
+          LIMIT %(pool)s) t
 ),
 picked AS (
     SELECT id FROM by_fused
-    UNION SELECT id FROM by_lexical WHERE lexical_rank <= %s
-    UNION SELECT id FROM by_semantic WHERE semantic_rank <= %s
+    UNION SELECT id FROM by_lexical WHERE lexical_rank <= %(limit)s
+    UNION SELECT id FROM by_semantic WHERE semantic_rank <= %(limit)s
 ),
 x ({x_columns}) AS ({x_sql})
 SELECT
@@ -253,23 +259,144 @@ SELECT
         SELECT x.id, x.namespace, x.kind, x.text, x.status, x.confidence, x.is_expired,
                x.max_retention_s, x.default_ttl_s, (x.embedding <=> q.v) AS near
         FROM x, q
-        WHERE (x.embedding IS NOT NULL AND (x.embedding <=> q.v) < %s) OR x.search_vector @@ q.tsq
-        ORDER BY (x.embedding <=> q.v) NULLS LAST, x.id LIMIT %s) m),
-    (SELECT count(*) FROM e, q WHERE e.own_distance IS NULL AND e.embed_class AND q.v IS NOT NULL)
+        WHERE {x_where} AND ((x.embedding IS NOT NULL AND (x.embedding <=> q.v) < %(max_distance)s)
+                             OR x.search_vector @@ q.tsq)
+        ORDER BY (x.embedding <=> q.v) NULLS LAST, x.id LIMIT %(pool)s) m),
+    ({pending}),
+    {answered}
 """
 
+# The two variants of the statement's parts (see _statement). Scan: every scoped row, with BM25's statistics counted
+# over them, unless the subject has its own indexes (then it scores nothing and says so).
+_SCAN = {
+    "ef_search": "",
+    "subject": "%(subject)s",
+    "indexed_ctes": "",
+    "e_where": "NOT (SELECT ready FROM ix)",
+    "stats": """
+    SELECT count(*)::float AS n,
+           greatest((coalesce(sum(own_len), 0) + %(context_weight)s * (SELECT coalesce(sum(len), 0) FROM c))
+                    / greatest(count(*), 1), 1) AS avgdl
+    FROM e
+""",
+    "df": "SELECT term, count(*)::float AS df FROM hits GROUP BY term",
+    "x_where": "NOT (SELECT ready FROM ix)",
+    "pending": "SELECT count(*) FROM e, q WHERE e.own_distance IS NULL AND e.embed_class AND q.v IS NOT NULL",
+    # whether it answered: false when the subject's own indexes are to answer instead
+    "answered": "NOT (SELECT ready FROM ix)",
+}
 
-_SPLIT = object()  # between the eligible and the excluded CTE's parameters
+# Indexed: the candidates are ids found through the subject's partial indexes, whose predicate is ``subject_id = S``;
+# a partial index is only used when the query names S as a constant, so S is written into this variant's text.
+# Every candidate is then read through ``eligible`` (every scope predicate applies) and scored exactly as the scan
+# scores it, with BM25's N, average length and document frequencies taken from the statistics of the buckets this
+# scope may read. It answers only with a full pool: when fewer candidates survive the scope predicates (or the
+# subject is not ready), ``answered`` is false and the caller runs the exact scan instead.
+_INDEXED = {
+    # HNSW returns at most ef_search rows: raised for this statement's transaction only, before the index is read.
+    "ef_search": ",\n           set_config('hnsw.ef_search', %(ef_search)s, true) AS ef_search",
+    "subject": "{subject}",
+    "indexed_ctes": """
+buckets ({b_columns}) AS NOT MATERIALIZED ({b_sql}),
+-- Each query term's document frequency in the buckets this scope may read.
+tdf AS MATERIALIZED (
+    SELECT t.term, sum(tc.records)::float AS df
+    FROM q, unnest(q.terms) t(term) JOIN retrieval_termcount tc ON tc.lexeme = t.term
+    WHERE tc.bucket_id IN (SELECT id FROM buckets)
+    GROUP BY t.term
+),
+-- The terms whose records the lexical leg reads through the subject's GIN index: the rarest first, while their
+-- postings fit the budget. A record holding only commoner terms is still scored on every term when the vector
+-- leg brings it; it can only be missed when both legs rank it low.
+rare AS MATERIALIZED (
+    SELECT array_to_string(array_agg(quote_literal(r.term)), ' | ')::tsquery AS tsq
+    FROM (SELECT t.term, sum(coalesce(d.df, 0)) OVER (ORDER BY coalesce(d.df, 0), t.term) AS running
+          FROM q, unnest(q.terms) t(term) LEFT JOIN tdf d ON d.term = t.term) r
+    WHERE r.running <= %(postings)s
+),
+found AS MATERIALIZED (
+    SELECT r.id FROM memory_memoryrecord r
+    WHERE r.subject_id = {subject} AND r.search_vector @@ (SELECT tsq FROM rare) AND (SELECT ready FROM ix)
+    UNION
+    SELECT rc.record_id FROM retrieval_recordcontext rc
+    WHERE rc.subject_id = {subject} AND rc.terms @@ (SELECT tsq FROM rare) AND (SELECT ready FROM ix)
+    UNION
+    (SELECT r.id FROM memory_memoryrecord r WHERE r.subject_id = {subject} AND (SELECT ready FROM ix)
+     ORDER BY r.embedding <=> (SELECT v FROM q) LIMIT {vector_candidates})
+    UNION
+    (SELECT rc.record_id FROM retrieval_recordcontext rc WHERE rc.subject_id = {subject} AND (SELECT ready FROM ix)
+     ORDER BY rc.embedding <=> (SELECT v FROM q) LIMIT {vector_candidates})
+),""",
+    "e_where": "eligible.id = ANY(ARRAY(SELECT id FROM found))",
+    "stats": """
+    SELECT coalesce(sum(b.records), 0)::float AS n,
+           greatest(coalesce(sum(b.length), 0) / greatest(coalesce(sum(b.records), 0), 1), 1) AS avgdl
+    FROM buckets b
+""",
+    "df": "SELECT term, df FROM tdf",
+    "x_where": "x.id = ANY(ARRAY(SELECT id FROM found))",
+    # The subject's unembedded live rows are few and have their own partial index (record_unembedded_idx).
+    "pending": """SELECT count(*) FROM eligible, q
+     WHERE eligible.id = ANY(ARRAY(SELECT r.id FROM memory_memoryrecord r WHERE r.subject_id = {subject}
+                                   AND r.embedding IS NULL AND r.status = 'active'))
+       AND eligible.embed_class AND q.v IS NOT NULL""",
+    "answered": "(SELECT ready FROM ix) AND (SELECT count(*) FROM e) >= %(pool)s",
+}
+
+# A large subject's vector candidates: each HNSW index is asked for VECTOR_OVERFETCH times the pool (at least
+# MIN_VECTOR_CANDIDATES, at most pgvector's ceiling for hnsw.ef_search), so that the scope predicates applied
+# afterwards still leave a full pool; the lexical leg reads the records of the query's rarest terms through the GIN
+# indexes, up to LEXICAL_POSTINGS_PER_POOL times the pool of them.
+VECTOR_OVERFETCH = 4
+MIN_VECTOR_CANDIDATES = 200
+MAX_EF_SEARCH = 1000
+LEXICAL_POSTINGS_PER_POOL = 10
+
 _E_COLUMNS = ("id", "embed_class")  # what the legs read; the rest is read back for the picked rows
+_PLACEHOLDER = re.compile(r"%%|%s")
 
 
-_STATEMENTS: OrderedDict[str, tuple[str, tuple[Any, ...]]] = OrderedDict()
+def _named(sql: str, params: tuple[Any, ...], prefix: str) -> tuple[str, dict[str, Any]]:
+    """The ORM's positional placeholders as named ones, so that its SQL can sit inside the statement's own."""
+    names: dict[str, Any] = {}
+
+    def name(match: re.Match[str]) -> str:
+        if match.group() == "%%":
+            return "%%"
+        key = f"{prefix}{len(names)}"
+        names[key] = params[len(names)]
+        return f"%({key})s"
+
+    return _PLACEHOLDER.sub(name, sql), names
+
+
+def scoped_buckets(scope: Scope, filters: Filters) -> QuerySet[TermBucket]:
+    """The term-statistics buckets of what ``scope`` may read: the tenant, subject, namespace grant and class-reader
+    predicates of ``MemoryRecord.objects.for_scope`` and the task's namespaces, on the buckets' own columns."""
+    qs = TermBucket.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id,
+                                   memory_class__allowed_readers__contains=[scope.reader_role])
+    if scope.namespaces is not None:
+        qs = qs.filter(under_any_q(scope.namespaces))
+    if filters.namespaces is not None:
+        qs = qs.filter(under_any_q(filters.namespaces))
+    return qs
+
+
+@dataclass
+class _Compiled:
+    parts: dict[str, str]  # the compiled CTEs and the packet's columns
+    params: dict[str, Any]
+    scan: str  # the same text for every subject of the same scope shape: one prepared statement serves them all
+    indexed: str | None = None  # this subject's own text, built on first use (large subjects only)
+
+
+_STATEMENTS: OrderedDict[str, _Compiled] = OrderedDict()
 _STATEMENTS_KEPT = 1024
 
 
-def _compiled_statement(scope: Scope, filters: Filters) -> tuple[str, tuple[Any, ...]]:
+def _compiled_statement(scope: Scope, filters: Filters) -> _Compiled:
     """The statement for one scope and set of filters, compiled once per process (a small LRU): the ORM builds the
-    same SQL for the same scope and filters, and compiling two querysets cost more than running them on small
+    same SQL for the same scope and filters, and compiling the querysets cost more than running them on small
     scopes. The key is the full repr of both, so any field that could change the SQL changes the key."""
     key = repr((scope, filters))
     if key in _STATEMENTS:
@@ -280,6 +407,7 @@ def _compiled_statement(scope: Scope, filters: Filters) -> tuple[str, tuple[Any,
         .annotate(embed_class=F("memory_class__embed"), max_retention_s=_seconds("memory_class__max_retention"),
                   default_ttl_s=_seconds("memory_class__default_ttl"))
         .values(*_RECORD_COLUMNS, "search_vector", "embedding", "embed_class", "max_retention_s", "default_ttl_s"))
+    b_columns, b_sql, b_params = _compiled(scoped_buckets(scope, filters).values("id", "records", "length"))
     x_columns, x_sql, x_params = _compiled(
         _not_servable(scope, filters)
         .annotate(is_expired=ExpressionWrapper(Q(valid_until__lte=Now()), output_field=BooleanField()),
@@ -287,31 +415,86 @@ def _compiled_statement(scope: Scope, filters: Filters) -> tuple[str, tuple[Any,
                   default_ttl_s=_seconds("memory_class__default_ttl"))
         .values("id", "namespace", "kind", "text", "status", "confidence", "search_vector", "embedding",
                 "is_expired", "max_retention_s", "default_ttl_s"))
-    # The packet's columns only: the vectors stay in the database.
-    row_object = ", ".join(f"'{name}', el.{name}" for name in (*_RECORD_COLUMNS, "max_retention_s", "default_ttl_s"))
-    sql = _SEARCH_SQL.format(e_columns=", ".join(e_columns), e_sql=e_sql,
-                             e_kept=", ".join(f"eligible.{c}" for c in _E_COLUMNS), row_object=row_object,
-                             x_columns=", ".join(x_columns), x_sql=x_sql)
-    _STATEMENTS[key] = (sql, (*e_params, _SPLIT, *x_params))
+    e_sql, e_named = _named(e_sql, e_params, "e")
+    b_sql, b_named = _named(b_sql, b_params, "b")
+    x_sql, x_named = _named(x_sql, x_params, "x")
+    parts = {
+        "e_columns": ", ".join(e_columns), "e_sql": e_sql, "e_kept": ", ".join(f"eligible.{c}" for c in _E_COLUMNS),
+        "b_columns": ", ".join(b_columns), "b_sql": b_sql, "x_columns": ", ".join(x_columns), "x_sql": x_sql,
+        # The packet's columns only: the vectors stay in the database.
+        "row_object": ", ".join(f"'{name}', el.{name}"
+                                for name in (*_RECORD_COLUMNS, "max_retention_s", "default_ttl_s")),
+    }
+    compiled = _Compiled(parts=parts, params={**e_named, **b_named, **x_named, "subject": scope.subject_id},
+                         scan=_SEARCH_SQL.format(**parts, **_SCAN))
+    _STATEMENTS[key] = compiled
     while len(_STATEMENTS) > _STATEMENTS_KEPT:
         _STATEMENTS.popitem(last=False)
-    return _STATEMENTS[key]
+    return compiled
+
+
+def _indexed_statement(compiled: _Compiled, subject_id: int, pool: int) -> str:
+    """The indexed variant's text for one subject (its id and the vector candidates' count are constants in it)."""
+    if compiled.indexed is None:
+        subject = str(int(subject_id))
+        parts = {name: text.format(subject=subject, vector_candidates="{vector_candidates}", **compiled.parts)
+                 for name, text in _INDEXED.items()}
+        compiled.indexed = _SEARCH_SQL.format(**compiled.parts, **parts)
+    return compiled.indexed.replace("{vector_candidates}", str(_vector_candidates(pool)))
+
+
+def _vector_candidates(pool: int) -> int:
+    return min(max(VECTOR_OVERFETCH * pool, MIN_VECTOR_CANDIDATES), MAX_EF_SEARCH)
+
+
+# Subjects this process has seen answered by their own indexes: their retrieves go to the indexed variant first
+# (which says so when it cannot answer, and then the exact scan runs). Others start with the scan variant, which
+# scores nothing when the subject turns out to have its own indexes.
+_INDEXED_SUBJECTS: OrderedDict[int, None] = OrderedDict()
+
+
+def _remember(subject_id: int, indexed: bool) -> None:
+    if indexed:
+        _INDEXED_SUBJECTS[subject_id] = None
+        _INDEXED_SUBJECTS.move_to_end(subject_id)
+        while len(_INDEXED_SUBJECTS) > _STATEMENTS_KEPT:
+            _INDEXED_SUBJECTS.popitem(last=False)
+    else:
+        _INDEXED_SUBJECTS.pop(subject_id, None)
 
 
 def search(scope: Scope, filters: Filters, query: str, vector: list[float], *, pool: int, limit: int,
-           max_distance: float) -> SearchResult:
-    """The memory leg of retrieve: one statement (see the module docstring)."""
-    sql, compiled_params = _compiled_statement(scope, filters)
-    split = compiled_params.index(_SPLIT)
-    e_params, x_params = compiled_params[:split], compiled_params[split + 1:]
+           max_distance: float, exact: bool = False) -> SearchResult:
+    """The memory leg of retrieve: one statement (see the module docstring). ``exact`` scores every scoped row even
+    when the subject has its own indexes (the reference the tests and the benchmark compare the indexed path with).
+    """
+    compiled = _compiled_statement(scope, filters)
     # No vector (the embedding model is down): q.v is NULL, every distance is NULL, the lexical leg alone ranks,
     # and the pending count is the caller's to take (semantic_pending below).
-    params = [vector_literal(vector) if vector else None, TEXT_SEARCH_CONFIG, query, *e_params, CONTEXT_TERM_WEIGHT,
-              CONTEXT_TERM_WEIGHT,
-              CONTEXT_TERM_WEIGHT,
-              UNSEEN_TERM_MIN_CORPUS, K1, K1, K1, B, B, OWN_WEIGHT, OWN_WEIGHT, W_LEXICAL, GATE_SIMILARITY,
-              W_SEMANTIC, pool, pool, pool, limit, limit, *x_params, max_distance, pool]
-    found, excluded, pending = _fetch_prepared(sql, params)
+    params = {**compiled.params, "vector": vector_literal(vector) if vector else None, "config": TEXT_SEARCH_CONFIG,
+              "query": query, "context_weight": CONTEXT_TERM_WEIGHT, "unseen": UNSEEN_TERM_MIN_CORPUS, "k1": K1,
+              "b": B, "own_weight": OWN_WEIGHT, "w_lexical": W_LEXICAL, "gate": GATE_SIMILARITY,
+              "w_semantic": W_SEMANTIC, "pool": pool, "limit": limit, "max_distance": max_distance, "exact": exact,
+              "ef_search": str(_vector_candidates(pool)), "postings": LEXICAL_POSTINGS_PER_POOL * pool}
+    # Task filters other than namespaces are not in the term statistics' buckets: such a retrieve is scored exactly.
+    indexable = not exact and vector and not (filters.kinds or filters.types or filters.fields or filters.source_types)
+    row: tuple[Any, ...] | None = None
+    indexed = False
+    if indexable and scope.subject_id in _INDEXED_SUBJECTS:
+        row = _fetch_prepared(_indexed_statement(compiled, scope.subject_id, pool), params)
+        indexed = bool(row[3])
+        _remember(scope.subject_id, indexed)
+    if not indexed:
+        # Exact when asked, when the indexes cannot serve this request, or when they just could not fill it.
+        row = _fetch_prepared(compiled.scan, {**params, "exact": exact or not indexable or row is not None})
+        if not row[3]:  # the subject has its own indexes: they answer
+            row = _fetch_prepared(_indexed_statement(compiled, scope.subject_id, pool), params)
+            indexed = bool(row[3])
+            _remember(scope.subject_id, indexed)
+            if not indexed:  # fewer than a full pool survived the scope predicates: every scoped row, exactly
+                row = _fetch_prepared(compiled.scan, {**params, "exact": True})
+    assert row is not None
+    found, excluded, pending, _ = row
     found = json.loads(found) if isinstance(found, str) else found
     excluded = json.loads(excluded) if isinstance(excluded, str) else excluded
     candidates = [Candidate(row=_typed(f["row"]), lexical=f["lexical"], similarity=f["similarity"],
@@ -319,10 +502,11 @@ def search(scope: Scope, filters: Filters, query: str, vector: list[float], *, p
                             semantic_rank=f["semantic_rank"], in_conflict=f["in_conflict"]) for f in found]
     if not vector:
         pending = semantic_pending(scope, filters)
-    return SearchResult(candidates=candidates, excluded=[_reason(x) for x in excluded], pending=int(pending))
+    return SearchResult(candidates=candidates, excluded=[_reason(x) for x in excluded], pending=int(pending),
+                        indexed=indexed)
 
 
-def _fetch_prepared(sql: str, params: list[Any]) -> tuple[Any, ...]:
+def _fetch_prepared(sql: str, params: dict[str, Any]) -> tuple[Any, ...]:
     """One row of ``sql`` through a server-side prepared statement.
 
     Planning the memory statement cost about as much as running it on a subject of a few hundred records. Its text
@@ -348,6 +532,11 @@ def _fetch_prepared(sql: str, params: list[Any]) -> tuple[Any, ...]:
         connection.queries_log.append({"sql": ops.compose_sql(sql, params),
                                        "time": f"{time.monotonic() - started:.3f}"})
     return row
+
+
+def forget_indexed_subjects() -> None:
+    """Forget which subjects this process has seen answered by their own indexes (tests)."""
+    _INDEXED_SUBJECTS.clear()
 
 
 def semantic_pending(scope: Scope, filters: Filters) -> int:

@@ -1,15 +1,17 @@
-"""Deletion reaches the retrieval area: logs quote candidates' text and the caller's query, and context windows
-(RecordContext) hold the lexemes and the embedding of the deleted records' words."""
+"""Deletion reaches the retrieval area: logs quote candidates' text and the caller's query, context windows
+(RecordContext) hold the lexemes and the embedding of the deleted records' words, and a large subject's term
+statistics (TermCount) count its words."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 
 from memory.deletion.registry import DeletionTarget, purge_surface, read_check
-from memory.retrieval.models import RecordContext, RetrievalLog
+from memory.retrieval.models import RecordContext, RetrievalLog, SubjectIndex, TermBucket
+from memory.search import TEXT_SEARCH_CONFIG
 
 
 def _quotes(entry: dict[str, Any], target: DeletionTarget) -> bool:
@@ -79,3 +81,49 @@ def purge_context_windows(target: DeletionTarget) -> int:
 def check_context_windows(target: DeletionTarget) -> list[str]:
     """A window that still quotes a deleted record (or, for an erasure, any window of the subject)."""
     return [f"context window of {record_id}" for record_id in _windows(target).values_list("record_id", flat=True)]
+
+
+@purge_surface("search_statistics", order=87)
+def purge_search_statistics(target: DeletionTarget) -> int:
+    """A large subject's term statistics count the words of its live records: recomputed now, after the records
+    (85) and context windows (86) steps, so that a deleted record's words stay only where a live record also says
+    them. An erasure deletes them with the subject's index row; its partial indexes are dropped by the worker on
+    commit (DROP INDEX CONCURRENTLY cannot run in this step's transaction, and a plain DROP INDEX would lock the
+    whole records table until the job's step commits). Until then they are unused: retrieval reads them only for
+    a subject whose index row says ``ready``."""
+    from memory.retrieval.subject_index import delete_statistics, queue_maintenance, refresh_statistics
+
+    if not SubjectIndex.objects.filter(subject_id=target.subject_id).exists():
+        return 0
+    if not target.whole_subject:
+        return int(refresh_statistics(target.subject_id))
+    deleted = delete_statistics(target.subject_id)
+    deleted += SubjectIndex.objects.filter(subject_id=target.subject_id).delete()[0]
+    transaction.on_commit(lambda: queue_maintenance(target.subject_id))
+    return deleted
+
+
+@read_check("search_statistics")
+def check_search_statistics(target: DeletionTarget) -> list[str]:
+    """A word of a deleted record still counted in the subject's statistics while no live record says it (for an
+    erasure: any statistics of the subject left)."""
+    if target.whole_subject:
+        left = TermBucket.objects.filter(subject_id=target.subject_id).count()
+        return [f"{left} term statistics buckets of the erased subject"] if left else []
+    with connection.cursor() as cursor:
+        cursor.execute(_STALE_LEXEMES, {"subject": target.subject_id, "config": TEXT_SEARCH_CONFIG,
+                                        "markers": list(target.markers)})
+        return [f"term statistics of '{lexeme}'" for (lexeme,) in cursor.fetchall()]
+
+
+_STALE_LEXEMES = """
+SELECT DISTINCT tc.lexeme
+FROM retrieval_termcount tc JOIN retrieval_termbucket b ON b.id = tc.bucket_id
+WHERE b.subject_id = %(subject)s
+  AND tc.lexeme IN (SELECT unnest(tsvector_to_array(to_tsvector(%(config)s::regconfig, m)))
+                    FROM unnest(%(markers)s::text[]) m)
+  AND NOT EXISTS (
+      SELECT 1 FROM memory_memoryrecord r LEFT JOIN retrieval_recordcontext rc ON rc.record_id = r.id
+      WHERE r.subject_id = %(subject)s AND r.status = 'active'
+        AND (r.search_vector @@ quote_literal(tc.lexeme)::tsquery OR rc.terms @@ quote_literal(tc.lexeme)::tsquery))
+"""

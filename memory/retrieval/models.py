@@ -78,3 +78,65 @@ class RecordContext(models.Model):
 
     def __str__(self) -> str:
         return f"context of {self.record_id}"
+
+
+class SubjectIndex(models.Model):
+    """A large subject's own search structures: partial indexes over its rows only, and its BM25 statistics.
+
+    Below ``ENGRAM_SUBJECT_INDEX_THRESHOLD`` live records a subject is scored by an exact scan of its rows
+    (memory/retrieval/candidates.py). Past it, the worker (memory/retrieval/subject_index.py) builds for this
+    subject alone HNSW indexes on the records' and the context windows' embeddings and GIN indexes on their text
+    vectors (``WHERE subject_id = S``), and writes its term statistics (TermBucket, TermCount). Retrieval reads them
+    only while ``ready``; otherwise it scans exactly.
+    """
+
+    subject = models.OneToOneField("memory.Subject", on_delete=models.CASCADE, primary_key=True, related_name="+")
+    tenant = models.ForeignKey("memory.Tenant", on_delete=models.CASCADE, related_name="+")
+    # True once every partial index is valid and the statistics are written.
+    ready = models.BooleanField(default=False)
+    # The subject's records of any status when the statistics were computed: every write adds a row, so the
+    # difference to the current count says how far the statistics may have drifted.
+    rows = models.IntegerField(default=0)
+    statistics_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"search index of subject {self.subject_id}"
+
+
+class TermBucket(models.Model):
+    """BM25 statistics of one subject's live, servable records of one namespace and memory class (derived).
+
+    Kept per namespace and class because those are what a reader's namespace grant and the class's allowed readers
+    select: a retrieve sums, in SQL, only the buckets its scope may read, so the statistics it scores with never
+    count records it may not read. ``length`` is the sum of the records' lengths as the lexical leg counts them
+    (own lexemes plus the context window's at CONTEXT_TERM_WEIGHT)."""
+
+    tenant = models.ForeignKey("memory.Tenant", on_delete=models.CASCADE, related_name="+")
+    subject = models.ForeignKey("memory.Subject", on_delete=models.CASCADE, related_name="+")
+    namespace = models.CharField(max_length=300)
+    memory_class = models.ForeignKey("memory.MemoryClass", on_delete=models.CASCADE, related_name="+")
+    records = models.IntegerField()
+    length = models.FloatField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["subject", "namespace", "memory_class"],
+                                               name="termbucket_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.subject_id} {self.namespace} {self.memory_class_id}"
+
+
+class TermCount(models.Model):
+    """How many records of a bucket hold a lexeme in their own text or their context window (document frequency).
+
+    Lexemes of live records only: deletion recomputes the subject's counts before its job completes
+    (memory/retrieval/deletion_surfaces.py), so a deleted record's word stays here only while a live record also
+    says it."""
+
+    pk = models.CompositePrimaryKey("bucket", "lexeme")
+    bucket = models.ForeignKey(TermBucket, on_delete=models.CASCADE, related_name="+")
+    lexeme = models.TextField()
+    records = models.IntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.lexeme}: {self.records}"

@@ -1,8 +1,9 @@
 """Rebuild the derived read surfaces of memory records: full-text vectors, embeddings and context windows.
 
 Idempotent: by default only records without an embedding are embedded (what a crashed worker or
-an import left behind), the text vectors are recomputed from the record, and every episodic record's
-context window is recomputed and written only where it changed, so a second run changes nothing.
+an import left behind), the text vectors are recomputed from the record, every episodic record's
+context window is recomputed and written only where it changed, and large subjects' term statistics
+are recomputed from the result, so a second run changes nothing.
 ``--all`` recomputes every embedding and every window (e.g. after changing the model); rows are
 overwritten in place, so retrieval never sees a gap.
 """
@@ -18,7 +19,8 @@ from memory.models import MemoryRecord
 from memory.records.indexing import refresh_search_vectors
 from memory.retrieval.context import refresh_context
 from memory.retrieval.embedding import BATCH_SIZE, embed_record_ids, pending_ids
-from memory.retrieval.models import RecordContext
+from memory.retrieval.models import RecordContext, SubjectIndex
+from memory.retrieval.subject_index import refresh_statistics
 
 
 class Command(BaseCommand):
@@ -62,6 +64,10 @@ class Command(BaseCommand):
                 chunk = episodic[start:start + size]
                 windows += refresh_context(chunk)
                 progress.advance(task, len(chunk))
+            # A large subject's term statistics count the words just recomputed.
+            indexed = SubjectIndex.objects.all() if tenant_id is None else SubjectIndex.objects.filter(
+                tenant_id=tenant_id)
+            refreshed = sum(refresh_statistics(s) for s in indexed.values_list("subject_id", flat=True))
         self.stdout.write(f"text vectors: {len(all_ids)}, embeddings written: {embedded}, "
-                          f"context windows written: {windows}, "
+                          f"context windows written: {windows}, term statistics refreshed: {refreshed}, "
                           f"still pending: {len(pending_ids(tenant_id=tenant_id))}")

@@ -1,0 +1,232 @@
+"""A large subject's own indexes and term statistics: built past the threshold and never below it, dropped when the
+subject shrinks or is erased; the indexed path ranks like the exact scan, never under-fills, keeps every scope
+predicate, and deletion leaves no word of a deleted record in the statistics.
+
+The threshold is lowered for these tests, so a generated subject of about 1,150 records is "large": the vector
+candidates (at least 200 per index) are then a sixth of it, and the lexical leg reads only its rarer terms."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+
+import numpy as np
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from memory.deletion.services import memory_delete, subject_erase
+from memory.embedder import get_embedder
+from memory.identity.services import subject_get_or_create
+from memory.records.services import RecordInput, memory_write_batch
+from memory.retrieval import candidates as legs
+from memory.retrieval import subject_index
+from memory.retrieval.context import refresh_context
+from memory.retrieval.embedding import write_embeddings
+from memory.retrieval.models import SubjectIndex, TermBucket
+from memory.scope import Scope
+from tests.deletion.helpers import run_job, tables_containing
+
+pytestmark = pytest.mark.django_db
+
+SENTENCES = [
+    "Plays the cello in a community orchestra", "Is allergic to peanuts and shellfish",
+    "Runs a half marathon every spring", "Keeps bees in the back garden", "Learned Portuguese before moving abroad",
+    "Prefers trains to planes for short trips", "Works night shifts at the hospital", "Collects vintage film cameras",
+    "Has two cats named Miso and Tofu", "Volunteers at the food bank on Saturdays", "Drives an old electric van",
+    "Reads science fiction before sleeping", "Goes climbing at the indoor wall", "Bakes sourdough bread on Sundays",
+    "Is saving money for a sailing boat", "Teaches chess to children at the library",
+    "Grew up on a farm near the coast", "Writes poetry in a small notebook", "Takes the ferry to work",
+    "Repairs bicycles for neighbours", "Sings in a jazz choir", "Brews coffee with a hand grinder",
+    "Studies astronomy with a backyard telescope", "Is training a rescue dog", "Paints watercolour landscapes",
+    "Plays football with colleagues on Thursdays", "Avoids sugar after a diabetes diagnosis",
+    "Meditates for twenty minutes each morning", "Restores antique furniture", "Knits scarves for the winter market",
+    "Grows tomatoes on the balcony", "Speaks Japanese with her grandmother", "Swims in the lake before breakfast",
+    "Builds model railways in the attic", "Follows the local basketball team", "Cooks spicy Thai curries",
+    "Hikes mountain trails in the summer", "Photographs birds at the wetland", "Plays video games with her son",
+    "Fixes old radios as a hobby", "Dances tango on Friday nights", "Runs a podcast about history",
+    "Rides horses at a stable nearby", "Keeps a journal of dreams", "Designs board games",
+    "Surfs when the waves are big", "Fosters kittens for the shelter", "Plans a trip to Patagonia",
+]
+TURNS = ["We talked about the orchestra concert", "She said the cello needs new strings",
+         "Her cats knocked over the plant again", "The ferry was late this morning", "She baked bread for the fair",
+         "The telescope showed Saturn's rings", "Her dog learned to sit", "She planned the Patagonia route"]
+MARKER = "qzvstatword"
+QUERIES = ["Who plays music in a group?", "Which pets does she have?", "What does she grow at home?",
+           "sports on weekday evenings", "cello orchestra", "Does she have a food allergy?",
+           "How does she get to work?", "old machines she repairs", "Patagonia trip plans", "bread baking"]
+
+
+def _scope(tenant, external_id, namespaces=None):
+    subject = subject_get_or_create(tenant=tenant, external_id=external_id)
+    return Scope(tenant_id=tenant.pk, subject_id=subject.pk, subject_external_id=external_id,
+                 permissions=frozenset({"read", "write"}), namespaces=namespaces, actor="test")
+
+
+def _prepare_index_builds():
+    # A test runs in one transaction, where CREATE INDEX refuses a table with pending deferred-constraint checks.
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+
+
+def _restore_deferred_constraints():
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL DEFERRED")
+
+
+@pytest.fixture
+def large(settings, tenant):
+    """One subject of 1,128 facts (every pair of SENTENCES: distinct texts, embeddings the normalised sum of the two
+    sentences' real embeddings, so no two rows share a vector), a third of them in "project", plus a few
+    conversation turns with their context windows, written through the batch service; its indexes built with the
+    threshold at 1,000."""
+    settings.ENGRAM_SUBJECT_INDEX_THRESHOLD = 1000
+    scope = _scope(tenant, "usr_large")
+    base = dict(zip(SENTENCES, np.asarray(get_embedder().embed(SENTENCES)), strict=True))
+    pairs = list(itertools.combinations(SENTENCES, 2))
+    items = [RecordInput(namespace="project" if n % 3 == 0 else "user/profile", kind="note", field=f"fact_{n}",
+                         value=f"{a}; {b}", text=f"{a}. {b}.", event_id=f"evt_large_{n}")
+             for n, (a, b) in enumerate(pairs)]
+    started = dt.datetime(2026, 1, 1, 9, tzinfo=dt.UTC)
+    items += [RecordInput(namespace="user/conversation", kind="conversation_turn", field=f"turn_{n}", value=text,
+                          text=text, event_id=f"evt_turn_{n}", memory_type="episodic",
+                          occurred_at=started + dt.timedelta(minutes=n)) for n, text in enumerate(TURNS)]
+    for start in range(0, len(items), 500):
+        memory_write_batch(scope=scope, items=items[start:start + 500])
+    ids = dict(legs.eligible(scope, legs.Filters(namespaces=None)).values_list("field", "pk"))
+    vectors = []
+    for n, (a, b) in enumerate(pairs):
+        v = base[a] + base[b]
+        vectors.append((ids[f"fact_{n}"], (v / np.linalg.norm(v)).tolist()))
+    vectors += list(zip([ids[f"turn_{n}"] for n in range(len(TURNS))], get_embedder().embed(TURNS), strict=True))
+    write_embeddings(vectors)
+    refresh_context([ids[f"turn_{n}"] for n in range(len(TURNS))])
+    _prepare_index_builds()
+    assert subject_index.maintain(scope.subject_id) == "ready"
+    _restore_deferred_constraints()
+    legs.forget_indexed_subjects()
+    return scope
+
+
+def _search(scope, query, *, exact=False, filters=None, k=10):
+    return legs.search(scope, filters or legs.Filters(namespaces=None), query, get_embedder().embed_query(query),
+                       pool=max(4 * k, 40), limit=k, max_distance=0.75, exact=exact)
+
+
+def _ranking(result):
+    return [(c.row["id"], round(c.relevance, 9), c.lexical_rank, c.semantic_rank) for c in result.candidates]
+
+
+def test_a_subject_past_the_threshold_gets_its_own_indexes_and_loses_them_when_it_shrinks(large, settings):
+    assert set(subject_index.existing_indexes(large.subject_id)) == {
+        subject_index.index_name(large.subject_id, i) for i in subject_index.PARTIAL_INDEXES}
+    assert SubjectIndex.objects.get(subject_id=large.subject_id).ready
+    assert subject_index.sweep() == []  # nothing left to do
+
+    settings.ENGRAM_SUBJECT_INDEX_THRESHOLD = 5000  # now the subject is less than half of it
+    assert subject_index.sweep() == [large.subject_id]
+    assert subject_index.maintain(large.subject_id) == "dropped"
+    assert not subject_index.existing_indexes(large.subject_id)
+    assert not SubjectIndex.objects.exists() and not TermBucket.objects.exists()
+
+
+def test_no_indexes_are_built_below_the_threshold(settings, tenant):
+    settings.ENGRAM_SUBJECT_INDEX_THRESHOLD = 30
+    scope = _scope(tenant, "usr_small")
+    memory_write_batch(scope=scope, items=[RecordInput(namespace="user/profile", kind="note", field=f"f{n}",
+                                                       value=str(n), text=f"Small fact {n}", event_id=f"evt_s{n}")
+                                           for n in range(29)])
+    _prepare_index_builds()
+
+    assert subject_index.sweep() == []
+    assert subject_index.maintain(scope.subject_id) == "small"
+    assert not subject_index.existing_indexes(scope.subject_id) and not SubjectIndex.objects.exists()
+    assert not _search(scope, "small fact").indexed
+
+
+def test_the_indexed_path_returns_the_exact_scans_ids_in_the_same_order(large):
+    for query in QUERIES:
+        indexed, exact = _search(large, query), _search(large, query, exact=True)
+        assert indexed.indexed and not exact.indexed
+        assert _ranking(indexed) == _ranking(exact), query  # ids, relevance and both legs' ranks
+        assert indexed.excluded == exact.excluded
+
+
+@pytest.mark.parametrize("filters", [legs.Filters(namespaces=["user/conversation"]),
+                                     legs.Filters(namespaces=None, kinds=["conversation_turn"]),
+                                     legs.Filters(namespaces=["user/profile"], fields=["fact_5", "fact_7"])])
+def test_it_never_under_fills_when_the_predicates_remove_most_index_candidates(large, filters):
+    eligible = legs.eligible(large, filters).count()
+    for k in (1, 10, 25):
+        found = _search(large, "music and sports", filters=filters, k=k)
+        by_meaning = [c for c in found.candidates if c.semantic_rank is not None and c.semantic_rank <= k]
+        assert len(by_meaning) == min(k, eligible)
+        assert _ranking(found) == _ranking(_search(large, "music and sports", filters=filters, k=k, exact=True))
+
+
+def test_the_indexed_path_keeps_every_scope_predicate(large, other_tenant, tenant):
+    # Another subject of the same tenant and one of another tenant hold the same texts and vectors.
+    twin = _scope(tenant, "usr_twin")
+    foreign = _scope(other_tenant, "usr_large")
+    sample = list(legs.eligible(large, legs.Filters(namespaces=None)).values("text", "embedding")[:60])
+    for other in (twin, foreign):
+        written = memory_write_batch(scope=other, items=[RecordInput(
+            namespace="user/profile", kind="note", field=f"copy_{n}", value=str(n), text=row["text"],
+            event_id=f"evt_copy_{n}") for n, row in enumerate(sample)])
+        write_embeddings([(w.written.record.pk, list(row["embedding"])) for w, row in zip(written, sample,
+                                                                                            strict=True)])
+    own = set(legs.eligible(large, legs.Filters(namespaces=None)).values_list("pk", flat=True))
+    granted = _scope(tenant, "usr_large", namespaces=("project",))
+    project = set(legs.eligible(granted, legs.Filters(namespaces=None)).values_list("pk", flat=True))
+    for query in QUERIES[:5]:
+        found = _search(large, query)
+        assert found.indexed and {c.row["id"] for c in found.candidates} <= own
+        narrowed = _search(granted, query)  # the namespace grant: only "project" records, and still a full pool
+        assert narrowed.indexed and {c.row["id"] for c in narrowed.candidates} <= project
+        assert _ranking(narrowed) == _ranking(_search(granted, query, exact=True))
+
+
+def test_the_class_readers_still_filter_on_the_indexed_path(large):
+    as_user = Scope(tenant_id=large.tenant_id, subject_id=large.subject_id, subject_external_id="usr_large",
+                    permissions=frozenset({"read"}), namespaces=None, actor="user:1", reader_role="nobody")
+    assert not legs.eligible(as_user, legs.Filters(namespaces=None)).exists()
+    found = _search(as_user, "cello orchestra")
+    assert found.candidates == [] and not found.indexed  # fell back to the exact scan, which has nothing either
+
+
+def test_deleting_a_record_of_an_indexed_subject_leaves_its_words_in_no_statistics(large):
+    written = memory_write_batch(scope=large, items=[RecordInput(
+        namespace="user/profile", kind="note", field="secret", value=MARKER, text=f"Her locker code word is {MARKER}",
+        event_id="evt_marker")])
+    subject_index.refresh_statistics(large.subject_id)
+    assert "retrieval_termcount.lexeme" in tables_containing(MARKER)
+
+    job = memory_delete(scope=large, memory_id=written[0].written.record.pk)
+
+    assert run_job(job.pk) == "completed"  # its read checks include the statistics
+    assert tables_containing(MARKER) == []
+    assert TermBucket.objects.filter(subject_id=large.subject_id).exists()  # the others' counts stay
+    assert _ranking(_search(large, "locker code")) == _ranking(_search(large, "locker code", exact=True))
+
+
+def test_erasing_an_indexed_subject_drops_its_statistics_and_then_its_indexes(large, sync_tasks,
+                                                                             django_capture_on_commit_callbacks):
+    job = subject_erase(scope=large)
+    with django_capture_on_commit_callbacks() as on_commit:
+        assert run_job(job.pk) == "completed"  # its read checks include the statistics
+
+    assert not SubjectIndex.objects.exists() and not TermBucket.objects.exists()
+    _prepare_index_builds()
+    for callback in on_commit:  # the maintenance task the erasure queued drops the partial indexes
+        callback()
+    assert not subject_index.existing_indexes(large.subject_id)
+
+
+def test_a_retrieve_of_an_indexed_subject_is_one_statement_once_the_process_knows_it(large):
+    with CaptureQueriesContext(connection) as first:
+        _search(large, "cello orchestra")
+    with CaptureQueriesContext(connection) as then:
+        _search(large, "cello orchestra")
+
+    assert len(first) == 2  # the scan variant finds the subject indexed and hands over
+    assert len(then) == 1
