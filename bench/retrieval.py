@@ -652,6 +652,17 @@ def sizes_profile(args: argparse.Namespace) -> None:  # noqa: C901 - a linear sc
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE memory_memoryrecord")
         plan[size] = rows
+    # Subjects past the threshold get their own indexes and term statistics (what the worker does after writes).
+    from memory.retrieval.subject_index import maintain, threshold
+
+    built: dict[int, float] = {}
+    for size in sizes:
+        subject = Subject.objects.get(tenant=tenant, external_id=f"usr_{size}")
+        if size >= threshold():
+            started = time.perf_counter()
+            outcome = maintain(subject.pk)
+            built[size] = round(time.perf_counter() - started, 1)
+            console.print(f"subject of {size:,} records: indexes {outcome} in {built[size]} s")
     key, raw_key = agent_key_create(tenant=tenant, name=f"bench-{time.time():.0f}", permissions=["read", "write"])
     server = start_server(args)
     results: dict[str, Any] = {}
@@ -676,25 +687,41 @@ def sizes_profile(args: argparse.Namespace) -> None:  # noqa: C901 - a linear sc
                     selector.append((time.perf_counter() - started) * 1000.0)
                     logs.append(body["retrieval_id"])
                     short += len(body["packets"]) < min(10, size) and not body["dropped"].get("below_threshold")
+            # Recall of the memory statement's top 10 against the exact scan of every scoped row (the same queries).
+            from memory.retrieval import candidates as legs
+            from memory.retrieval.ranking import MIN_SIMILARITY
+
+            recall, indexed = [], 0
+            for query in picks[10:]:
+                vector = embedder.embed_query(query)
+                kwargs = {"pool": 40, "limit": 10, "max_distance": 1.0 - MIN_SIMILARITY}
+                got = legs.search(scope, legs.Filters(namespaces=None), query, vector, **kwargs)
+                want = legs.search(scope, legs.Filters(namespaces=None), query, vector, exact=True, **kwargs)
+                want_ids = [c.row["id"] for c in want.candidates[:10]]
+                recall.append(len(set(want_ids) & {c.row["id"] for c in got.candidates[:10]}) / max(1, len(want_ids)))
+                indexed += got.indexed
             stages = [t for t in RetrievalLog.objects.filter(pk__in=logs).values_list("timings_ms", flat=True)]
             results[str(size)] = {
                 "http_p50_ms": round(statistics.median(api), 2), "http_p95_ms": round(pct(api, 0.95), 2),
                 "selector_p50_ms": round(statistics.median(selector), 2),
                 "memory_stage_p50_ms": round(statistics.median([t["memory"] for t in stages]), 2),
                 "embed_p50_ms": round(statistics.median([t["embed"] for t in stages]), 2),
-                "underfilled": short, "queries": len(api)}
+                "underfilled": short, "queries": len(api), "recall_at_10_vs_exact": round(statistics.mean(recall), 4),
+                "answered_by_subject_indexes": indexed, "index_build_s": built.get(size)}
     finally:
         server.terminate()
         server.wait(timeout=30)
     table = Table(title=f"Retrieve against one subject, by its size ({args.queries} distinct queries each, "
                         "limit 10, budget 4000, one client)")
     for column in ("records in the subject", "HTTP p50 ms", "HTTP p95 ms", "selector p50 ms",
-                   "memory statement p50 ms", "query embedding p50 ms", "under-filled"):
+                   "memory statement p50 ms", "query embedding p50 ms", "under-filled", "recall@10 vs exact",
+                   "indexed"):
         table.add_column(column, justify="right")
     for size, row in results.items():
         table.add_row(f"{int(size):,}", f"{row['http_p50_ms']:.1f}", f"{row['http_p95_ms']:.1f}",
                       f"{row['selector_p50_ms']:.1f}", f"{row['memory_stage_p50_ms']:.1f}",
-                      f"{row['embed_p50_ms']:.2f}", str(row["underfilled"]))
+                      f"{row['embed_p50_ms']:.2f}", str(row["underfilled"]), f"{row['recall_at_10_vs_exact']:.3f}",
+                      f"{row['answered_by_subject_indexes']}/{row['queries']}")
     console.print(table)
     write_results(console, "sizes", {"args": vars(args), "sizes": results})
 
