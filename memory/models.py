@@ -242,10 +242,11 @@ class MemoryRecord(models.Model):
             # subject without reading its other rows (memory/retrieval/candidates.py).
             models.Index(fields=["subject"], condition=Q(embedding__isnull=True, status="active"),
                          name="record_unembedded_idx"),
-            # No HNSW index on embedding (measured: docs/retrieval.md): every read is scoped to one
-            # subject, where pgvector 0.6's filtered HNSW under-fills and an exact scan over the
+            # No table-wide HNSW index on embedding (measured: docs/retrieval.md): every read is scoped
+            # to one subject, where pgvector 0.6's filtered HNSW under-fills and an exact scan over the
             # btree scope index is both correct and fast; and the index halved embedding-fill
-            # throughput (2,003 -> 1,028 rows/s at 20k rows). See memory/retrieval/candidates.py.
+            # throughput (2,003 -> 1,028 rows/s at 20k rows). A large subject gets partial indexes of
+            # its own instead (memory/retrieval/subject_index.py).
         ]
 
     def __str__(self) -> str:

@@ -24,6 +24,12 @@ OWN_WEIGHT * cos(query, record) + (1 - OWN_WEIGHT) * cos(query, window). Exact, 
 filter: pgvector 0.6 has no iterative index scans and a filtered HNSW scan returns fewer rows than asked
 (measured: docs/retrieval.md); the ``+ 0`` keeps any index on the column out of the plan.
 
+*Large subjects* (memory/retrieval/subject_index.py, docs/retrieval.md "Large subjects"): past the threshold a
+subject has its own partial HNSW and GIN indexes and BM25 statistics. The same statement then takes its candidates
+from those indexes instead of every scoped row, still reads each through ``e``'s scoped CTE, takes N, the average
+length and the document frequencies from the statistics of the buckets this scope may read, and answers only with
+a full pool; otherwise the exact scan does.
+
 *Fusion*: relevance = W_LEXICAL * lexical * gate + W_SEMANTIC * similarity (both absolute, in [0, 1]), the
 gate being min(1, similarity / GATE_SIMILARITY); see ranking.py. The statement returns the best ``pool``
 rows by relevance plus each leg's best ``limit`` (for the log), the scoped records that match but may not
