@@ -230,3 +230,30 @@ def test_a_retrieve_of_an_indexed_subject_is_one_statement_once_the_process_know
 
     assert len(first) == 2  # the scan variant finds the subject indexed and hands over
     assert len(then) == 1
+
+
+def test_the_worker_indexes_a_subject_that_grows_past_the_threshold_and_refreshes_its_statistics(
+        settings, tenant, sync_tasks, django_capture_on_commit_callbacks):
+    settings.ENGRAM_SUBJECT_INDEX_THRESHOLD = 40
+    scope = _scope(tenant, "usr_growing")
+    _prepare_index_builds()
+
+    def write(prefix, count):
+        with django_capture_on_commit_callbacks(execute=True):  # the embedding task, then what it queues
+            memory_write_batch(scope=scope, items=[RecordInput(
+                namespace="user/profile", kind="note", field=f"{prefix}_{n}", value=str(n),
+                text=f"{SENTENCES[n % len(SENTENCES)]} ({prefix} {n})", event_id=f"evt_{prefix}_{n}")
+                for n in range(count)])
+
+    write("first", 39)
+    assert not SubjectIndex.objects.exists()  # below the threshold: nothing built
+    write("second", 2)
+    index = SubjectIndex.objects.get(subject_id=scope.subject_id)
+    assert index.ready and index.rows == 41 and len(subject_index.existing_indexes(scope.subject_id)) == 4
+
+    write("third", 5)  # more than 1% more rows: the statistics are recomputed after the embedding task
+    assert SubjectIndex.objects.get(subject_id=scope.subject_id).rows == 46
+    _restore_deferred_constraints()
+    for query in QUERIES[:3]:
+        indexed, exact = _search(scope, query, k=5), _search(scope, query, k=5, exact=True)
+        assert indexed.indexed and _ranking(indexed) == _ranking(exact)
