@@ -346,7 +346,9 @@ found AS MATERIALIZED (
     (SELECT rc.record_id FROM retrieval_recordcontext rc WHERE rc.subject_id = {subject} AND (SELECT ready FROM ix)
      ORDER BY rc.embedding <=> (SELECT v FROM q) LIMIT {vector_candidates})
 ),""",
-    "e_where": "eligible.id = ANY(ARRAY(SELECT id FROM found))",
+    # A semi-join on the candidates: with ``id = ANY(array)`` the planner probed the primary key once per memory
+    # class (7 × 205 probes; 11.5 ms against 7.5 ms for the whole statement at 100,000 records).
+    "e_where": "eligible.id IN (SELECT id FROM found)",
     "stats": """
     SELECT coalesce(sum(b.records), 0)::float AS n,
            greatest(coalesce(sum(b.length), 0) / greatest(coalesce(sum(b.records), 0), 1), 1) AS avgdl
