@@ -299,12 +299,14 @@ def claim_events(scope: Scope, claims: list[tuple[RecordInput, MemoryClass]]) ->
         return []
     # Arrays instead of a VALUES list: ten parameters however many events (bulk_create's 5,000
     # placeholders cost more to compose than to run), and no second read of the rows just written.
+    # Inserted in event id order: two calls claiming the same ids in different orders would otherwise
+    # each wait on the other's uncommitted unique-index entry (a deadlock).
     with connection.cursor() as cursor:
         cursor.execute(
             "INSERT INTO memory_event (id, tenant_id, subject_id, external_id, source_type, payload_hash, text, "
             "occurred_at, created_at, actor) "
             "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::text[], "
-            "%s::text[], %s::timestamptz[], %s::timestamptz[], %s::text[]) "
+            "%s::text[], %s::timestamptz[], %s::timestamptz[], %s::text[]) ORDER BY 4 "
             "ON CONFLICT DO NOTHING RETURNING external_id",
             [[e.pk for e in ours], [e.tenant_id for e in ours], [e.subject_id for e in ours],
              [e.external_id for e in ours], [e.source_type for e in ours], [e.payload_hash for e in ours],
