@@ -50,6 +50,7 @@ from memory.models import (
     Event,
     MemoryClass,
     MemoryRecord,
+    MemoryType,
     RecordStatus,
     SourceType,
     Subject,
@@ -501,7 +502,9 @@ def _store(scope: Scope, fresh: list[_Pending], *, vectors: Future[list[list[flo
         conflict = Conflict.objects.create(tenant_id=scope.tenant_id, subject_id=scope.subject_id,
                                            namespace=p.item.namespace, field=p.item.field)
         conflict.records.add(record, *others)
-    refresh_search_vectors([r.pk for r in records])
+    # The records' types are known here: no query to find out whether any is episodic.
+    refresh_search_vectors([r.pk for r in records],
+                           episodic=any(r.memory_type == MemoryType.EPISODIC for r in records))
     _copy_into(AuditEntry, [
         AuditEntry(tenant_id=scope.tenant_id, subject_id=scope.subject_id, actor=scope.actor, action=p.write.action,
                    object_type="memory", object_id=record.pk, data=p.audit)
