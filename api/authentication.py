@@ -17,7 +17,7 @@ from memory.identity.services import (
     agent_key_lookup,
     principal_token_verify,
 )
-from memory.models import AgentKey, Subject
+from memory.models import AgentKey
 from memory.namespaces import intersect_prefixes
 from memory.scope import Scope
 
@@ -47,21 +47,29 @@ class AgentKeyAuthentication(BaseAuthentication):
         scheme, _, raw_key = header.partition(" ")
         if scheme.lower() != "bearer" or not raw_key.strip():
             raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <agent key>'.", code="invalid_key")
-        key = agent_key_lookup(raw_key.strip())
+        token = request.META.get(PRINCIPAL_HEADER, "").strip()
+        claims: PrincipalClaims | None = None
+        token_error: TokenInvalid | None = None
+        if token:
+            # Verified first (no database), so the key's query can read the token's subject too; a bad key
+            # is still reported before a bad token.
+            try:
+                claims = principal_token_verify(token)
+            except TokenInvalid as exc:
+                token_error = exc
+        key = agent_key_lookup(raw_key.strip(),
+                               subject_external_id=claims.subject_external_id if claims is not None else None)
         if key is None:
             from api.throttling import count_failed_key  # here: api.throttling imports this module
 
             count_failed_key(request)
             raise exceptions.AuthenticationFailed("The agent key is not valid or was revoked.", code="invalid_key")
-        token = request.META.get(PRINCIPAL_HEADER, "").strip()
-        scope = self._scope(key, token) if token else None
+        if token_error is not None:
+            raise exceptions.AuthenticationFailed(token_error.detail, code=token_error.code) from token_error
+        scope = self._scope(key, claims) if claims is not None else None
         return AgentPrincipal(key, scope), key
 
-    def _scope(self, key: AgentKey, token: str) -> Scope:
-        try:
-            claims = principal_token_verify(token)
-        except TokenInvalid as exc:
-            raise exceptions.AuthenticationFailed(exc.detail, code=exc.code) from exc
+    def _scope(self, key: AgentKey, claims: PrincipalClaims) -> Scope:
         if claims.tenant_id != key.tenant_id:
             raise exceptions.PermissionDenied(
                 "The principal token belongs to another tenant than the agent key.", code="tenant_mismatch"
@@ -70,13 +78,13 @@ class AgentKeyAuthentication(BaseAuthentication):
         if claims.key_id is not None and claims.key_id != key.pk and not agent_key_is_active(claims.key_id):
             raise exceptions.AuthenticationFailed("The key that minted this principal token was revoked.",
                                                   code="principal_revoked")
-        subject = Subject.objects.filter(tenant_id=key.tenant_id, external_id=claims.subject_external_id).first()
-        if subject is None:
+        subject_id = getattr(key, "principal_subject_id", None)  # read with the key (agent_key_lookup)
+        if subject_id is None:
             raise exceptions.AuthenticationFailed("The token's subject no longer exists.", code="invalid_principal")
         return Scope(
             tenant_id=key.tenant_id,
-            subject_id=subject.pk,
-            subject_external_id=subject.external_id,
+            subject_id=subject_id,
+            subject_external_id=claims.subject_external_id,
             permissions=frozenset(key.permissions),
             namespaces=grant_of(key, claims),
             actor=f"agent_key:{key.pk}",

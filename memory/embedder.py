@@ -7,11 +7,14 @@ sentence-transformers (importing torch costs ~8 s). Both give the same vectors (
 at export). ``ENGRAM_EMBEDDER=torch`` forces PyTorch; ``onnx`` requires the export.
 
 Query embeddings are cached in a per-process LRU: they hold the caller's query text, not memory
-content, and ``clear_query_cache()`` empties it (deletion calls it for its own process).
+content, and ``clear_query_cache()`` empties it (deletion calls it for its own process). Token counts,
+which the budget asks for every packet of every retrieve, are cached under a digest of the text: the
+same records come back across queries, and the cache holds no content.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import threading
@@ -90,6 +93,8 @@ class MiniLMEmbedder:
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, list[float]] = OrderedDict()
         self._cache_size = query_cache_size
+        self._counts: OrderedDict[bytes, int] = OrderedDict()
+        self._counts_size = 4 * query_cache_size
 
     @property
     def runtime(self) -> Any:
@@ -119,7 +124,17 @@ class MiniLMEmbedder:
         return vector
 
     def count_tokens(self, text: str) -> int:
-        return int(self.runtime.count_tokens(text))
+        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        with self._lock:
+            if digest in self._counts:
+                self._counts.move_to_end(digest)
+                return self._counts[digest]
+        count = int(self.runtime.count_tokens(text))
+        with self._lock:
+            self._counts[digest] = count
+            while len(self._counts) > self._counts_size:
+                self._counts.popitem(last=False)
+        return count
 
     def clear_query_cache(self) -> None:
         with self._lock:

@@ -24,7 +24,7 @@ from memory.deletion.models import DeletionJob
 from memory.deletion.presenters import job_payload
 from memory.deletion.selectors import deletion_get
 from memory.deletion.services import subject_erase
-from memory.identity.services import TokenInvalid, agent_key_is_active, principal_token_verify
+from memory.identity.services import PrincipalClaims
 from memory.models import AgentKey
 from memory.scope import Scope
 
@@ -112,19 +112,12 @@ class ErasedSubjectTolerantAuthentication(AgentKeyAuthentication):
     """For the job status only: a valid token whose subject was erased still names the subject (by
     external id in the signed claims), so the caller can watch its erasure complete."""
 
-    def _scope(self, key: AgentKey, token: str) -> Scope:
+    def _scope(self, key: AgentKey, claims: PrincipalClaims) -> Scope:
         try:
-            return super()._scope(key, token)
+            return super()._scope(key, claims)
         except exceptions.AuthenticationFailed as exc:
             if exc.get_codes() != "invalid_principal":
                 raise
-        try:
-            claims = principal_token_verify(token)
-        except TokenInvalid as err:  # pragma: no cover - the parent already verified it
-            raise exceptions.AuthenticationFailed(err.detail, code=err.code) from err
-        if claims.key_id is not None and claims.key_id != key.pk and not agent_key_is_active(claims.key_id):
-            raise exceptions.AuthenticationFailed("The key that minted this principal token was revoked.",
-                                                  code="principal_revoked")
         return Scope(tenant_id=key.tenant_id, subject_id=0, subject_external_id=claims.subject_external_id,
                      permissions=frozenset(key.permissions), namespaces=grant_of(key, claims),
                      actor=f"agent_key:{key.pk}", agent_key_id=key.pk)

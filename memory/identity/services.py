@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractUser
 from django.core import signing
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 
 from memory.audit import audit
@@ -93,12 +93,18 @@ def active_keys() -> Any:
     return AgentKey.objects.filter(Q(revoked_at__isnull=True) | Q(revoked_at__gt=timezone.now()))
 
 
-def agent_key_lookup(raw_key: str) -> AgentKey | None:
+def agent_key_lookup(raw_key: str, *, subject_external_id: str | None = None) -> AgentKey | None:
     """The active key for a raw key. Read from the database on every request, with no cache in between:
-    a revocation takes effect on the next request, on every node."""
+    a revocation takes effect on the next request, on every node. With ``subject_external_id`` the same
+    query also reads that subject's id in the key's tenant (``principal_subject_id``, None when there is no
+    such subject): a request's key and principal cost one round trip."""
     if not raw_key.startswith(KEY_PREFIX):
         return None
-    return active_keys().select_related("tenant").filter(key_hash=hash_key(raw_key)).first()
+    keys = active_keys().select_related("tenant").filter(key_hash=hash_key(raw_key))
+    if subject_external_id is not None:
+        subjects = Subject.objects.filter(tenant_id=OuterRef("tenant_id"), external_id=subject_external_id)
+        keys = keys.annotate(principal_subject_id=Subquery(subjects.order_by("pk").values("pk")[:1]))
+    return keys.first()
 
 
 def agent_key_is_active(key_id: int) -> bool:

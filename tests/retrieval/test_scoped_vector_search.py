@@ -120,9 +120,9 @@ def test_it_pins_the_number_of_queries_per_retrieve(agent, remember, django_asse
     for n in range(8):
         remember(agent, f"Preference number {n} about seats", field=f"pref_{n}", value=str(n))
 
-    # auth: key + subject (2); rate limit (1); memory candidates, both legs, explanations and pending count (1);
-    # log insert (1).
-    with django_assert_num_queries(5):
+    # auth: the key and the principal's subject (1); rate limit (1); memory candidates, both legs, explanations
+    # and pending count (1); log insert (1).
+    with django_assert_num_queries(4):
         response = agent.post(RETRIEVE, {"query": "seat preferences", "limit": 5})
     assert response.status_code == 200
     assert len(response.json()["packets"]) == 5
