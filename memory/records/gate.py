@@ -282,20 +282,23 @@ def _drop_tombstoned(scope: Scope, pending: list[_Pending]) -> list[_Pending]:
     return kept
 
 
-def claim_events(scope: Scope, claims: list[tuple[RecordInput, MemoryClass]]) -> list[tuple[Event, bool]]:
+def claim_events(scope: Scope, claims: list[tuple[RecordInput, MemoryClass]], *,
+                 digests: list[str] | None = None) -> list[tuple[Event, bool]]:
     """One Event per (tenant, subject, event_id): the items' events, and whether this call created each.
 
     New ones are inserted in one statement with ON CONFLICT DO NOTHING, which waits for a concurrent
     twin's commit; the rows it inserted come back from RETURNING, and only the others (replays, or a
     twin's) are read, by a later statement that sees the twin's committed row. The text is sealed by
     the item's class (step 8). A replay is recognised by the payload hash, never by the stored text
-    (sealed text is randomised). The callers pass distinct event ids."""
+    (sealed text is randomised). The callers pass distinct event ids, and may pass the items'
+    payload hashes when they have them already."""
     now = timezone.now()
+    hashes = digests if digests is not None else [payload_hash(item.canonical()) for item, _ in claims]
     ours = [Event(tenant_id=scope.tenant_id, subject_id=scope.subject_id, external_id=item.event_id,
-                  source_type=item.source_type, payload_hash=payload_hash(item.canonical()), actor=scope.actor,
+                  source_type=item.source_type, payload_hash=digest, actor=scope.actor,
                   text=seal_text(memory_class, item.event_text or item.text), occurred_at=item.occurred_at,
                   created_at=now)
-            for item, memory_class in claims]
+            for (item, memory_class), digest in zip(claims, hashes, strict=True)]
     if not ours:
         return []
     # Arrays instead of a VALUES list: ten parameters however many events (bulk_create's 5,000
@@ -349,8 +352,8 @@ def _claim_events(scope: Scope, pending: list[_Pending]) -> list[_Pending]:
         else:
             p.twin_of = twin
     replays: dict[str, _Pending] = {}
-    for p, (event, created) in zip(claims, claim_events(scope, [(p.item, p.memory_class) for p in claims]),
-                                   strict=True):
+    claimed = claim_events(scope, [(p.item, p.memory_class) for p in claims], digests=[p.digest for p in claims])
+    for p, (event, created) in zip(claims, claimed, strict=True):
         p.event = event
         if created:
             fresh.append(p)
