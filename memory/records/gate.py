@@ -318,8 +318,8 @@ def claim_events(scope: Scope, claims: list[tuple[RecordInput, MemoryClass]], *,
              [e.actor for e in ours]])
         inserted = {row[0] for row in cursor.fetchall()}
     stored = {e.external_id: e for e in ours if e.external_id in inserted}
-    for e in ours:
-        e._state.adding = False
+    for e in ours:  # saved rows now, as bulk_create would leave them
+        e._state.adding, e._state.db = False, connection.alias
     others = [e.external_id for e in ours if e.external_id not in inserted]
     if others:
         stored.update((e.external_id, e) for e in Event.objects.filter(
