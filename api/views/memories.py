@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.exceptions import ValidationError
@@ -14,6 +16,7 @@ from rest_framework.views import APIView
 from api.authentication import scope_of
 from api.exceptions import _sentence, record_refusals
 from api.fields import (
+    MAX_VALUE_BYTES,
     NameField,
     NamespaceField,
     NamespacePathField,
@@ -31,6 +34,7 @@ from memory.content import unseal_parts
 from memory.errors import EngramError, InvalidInput
 from memory.ids import new_event_id
 from memory.models import Candidate, MemoryType, RecordStatus, SourceType
+from memory.namespaces import MAX_DEPTH, NAME
 from memory.records.presenters import record_payload
 from memory.records.selectors import memory_get, memory_history, memory_list
 from memory.records.services import (
@@ -470,7 +474,10 @@ class BatchItemParser:
     """Validates items with the single-write serializers (an outcome when it says so, else a statement).
 
     One serializer instance per kind is reused for every item: DRF deep-copies the declared fields
-    each time a serializer is instantiated, which cost more than the validation itself at 500 items."""
+    each time a serializer is instantiated, which cost more than the validation itself at 500 items.
+    A plain statement (the shape of nearly every imported item) is checked by ``plain_statement``
+    instead, to the same rules at a tenth of the cost; anything else, and every item it is not sure
+    of, goes through the serializer, which words the error exactly as the single write does."""
 
     def __init__(self, scope: Any) -> None:
         self.scope = scope
@@ -478,12 +485,19 @@ class BatchItemParser:
         self.outcome = OutcomeIn()
 
     def parse(self, item: dict[str, Any]) -> RecordInput | EngramError:
-        given = item.get("source")
-        source: dict[str, Any] = given if isinstance(given, dict) else {}
-        is_outcome = "reference" in item or source.get("type") in OUTCOME_SOURCE_TYPES
         problem = item_problem(item)
         if problem is not None:
             return problem
+        data = plain_statement(item)
+        if data is not None:
+            return to_record_input(data, default_source=SourceType.EXPLICIT_USER_STATEMENT)
+        return self.by_serializer(item)
+
+    def by_serializer(self, item: dict[str, Any]) -> RecordInput | EngramError:
+        """The serializers' answer for an item without a JSON problem."""
+        given = item.get("source")
+        source: dict[str, Any] = given if isinstance(given, dict) else {}
+        is_outcome = "reference" in item or source.get("type") in OUTCOME_SOURCE_TYPES
         try:
             check_body_scope(item, self.scope)
             data = (self.outcome if is_outcome else self.statement).run_validation(item)
@@ -493,6 +507,67 @@ class BatchItemParser:
             return InvalidInput(_sentence(exc.detail))
         default = SourceType.VERIFIED_OUTCOME if is_outcome else SourceType.EXPLICIT_USER_STATEMENT
         return to_record_input(data, default_source=default)
+
+
+_PLAIN_KEYS = frozenset({"namespace", "kind", "type", "fact", "text", "source"})
+_PLAIN_SOURCE_KEYS = frozenset({"type", "event_id", "text"})
+_MEMORY_TYPES = frozenset(MemoryType.values)
+
+
+def _name(value: Any) -> bool:
+    return type(value) is str and NAME.match(value) is not None
+
+
+def _plain_text(value: Any, max_length: int) -> str | None:
+    """A CharField's value (trimmed, not blank, not too long) when it is a string, else None."""
+    if type(value) is not str:
+        return None
+    value = value.strip()
+    return value if value and len(value) <= max_length else None
+
+
+def plain_statement(item: Any) -> dict[str, Any] | None:
+    """What ``RecordIn`` validates a plain statement to, or None when the item is anything else.
+
+    Plain: only namespace, kind, type, fact {field, value}, text and source {type, event_id, text},
+    each a string of the right form (a non-outcome source type), a JSON value within its size. None
+    hands the item to the serializer: it may be valid (dates, a subject_id, another shape) or not,
+    and the serializer says which, and why. tests/api/test_batch_parser.py holds the two to the same
+    answers."""
+    if type(item) is not dict or not item.keys() <= _PLAIN_KEYS:
+        return None
+    namespace, fact = item.get("namespace"), item.get("fact")
+    if type(namespace) is not list or not 0 < len(namespace) <= MAX_DEPTH or not all(map(_name, namespace)):
+        return None
+    memory_type = item.get("type", MemoryType.SEMANTIC.value)
+    if not _name(item.get("kind")) or type(memory_type) is not str or memory_type not in _MEMORY_TYPES:
+        return None
+    if type(fact) is not dict or fact.keys() != {"field", "value"} or not _name(fact["field"]):
+        return None
+    value = fact["value"]
+    if value is None or len(json.dumps(value)) > MAX_VALUE_BYTES:
+        return None
+    data: dict[str, Any] = {"namespace": "/".join(namespace), "kind": item["kind"],
+                            "type": memory_type, "fact": {"field": fact["field"], "value": value}}
+    max_text = settings.ENGRAM_MAX_TEXT_CHARS
+    if "text" in item:
+        if (text := _plain_text(item["text"], max_text)) is None:
+            return None
+        data["text"] = text
+    if "source" in item:
+        given = item["source"]
+        if type(given) is not dict or not given.keys() <= _PLAIN_SOURCE_KEYS:
+            return None
+        source: dict[str, Any] = {}
+        for key, limit in (("type", 32), ("event_id", 128), ("text", max_text)):
+            if key in given:
+                if (checked := _plain_text(given[key], limit)) is None:
+                    return None
+                source[key] = checked
+        if source.get("type") in OUTCOME_SOURCE_TYPES:
+            return None
+        data["source"] = source
+    return data
 
 
 def _error(index: int, exc: EngramError) -> dict[str, Any]:

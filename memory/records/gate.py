@@ -50,6 +50,7 @@ from memory.models import (
     Event,
     MemoryClass,
     MemoryRecord,
+    MemoryType,
     RecordStatus,
     SourceType,
     Subject,
@@ -281,20 +282,48 @@ def _drop_tombstoned(scope: Scope, pending: list[_Pending]) -> list[_Pending]:
     return kept
 
 
-def claim_events(scope: Scope, claims: list[tuple[RecordInput, MemoryClass]]) -> list[tuple[Event, bool]]:
+def claim_events(scope: Scope, claims: list[tuple[RecordInput, MemoryClass]], *,
+                 digests: list[str] | None = None) -> list[tuple[Event, bool]]:
     """One Event per (tenant, subject, event_id): the items' events, and whether this call created each.
 
-    New ones are inserted with ON CONFLICT DO NOTHING, which waits for a concurrent twin's commit, so
-    the read after it sees the twin's row. The text is sealed by the item's class (step 8). A replay
-    is recognised by the payload hash, never by the stored text (sealed text is randomised). The
-    callers pass distinct event ids."""
+    New ones are inserted in one statement with ON CONFLICT DO NOTHING, which waits for a concurrent
+    twin's commit; the rows it inserted come back from RETURNING, and only the others (replays, or a
+    twin's) are read, by a later statement that sees the twin's committed row. The text is sealed by
+    the item's class (step 8). A replay is recognised by the payload hash, never by the stored text
+    (sealed text is randomised). The callers pass distinct event ids, and may pass the items'
+    payload hashes when they have them already."""
+    now = timezone.now()
+    hashes = digests if digests is not None else [payload_hash(item.canonical()) for item, _ in claims]
     ours = [Event(tenant_id=scope.tenant_id, subject_id=scope.subject_id, external_id=item.event_id,
-                  source_type=item.source_type, payload_hash=payload_hash(item.canonical()), actor=scope.actor,
-                  text=seal_text(memory_class, item.event_text or item.text), occurred_at=item.occurred_at)
-            for item, memory_class in claims]
-    Event.objects.bulk_create(ours, ignore_conflicts=True, batch_size=MAX_BATCH)
-    stored = {e.external_id: e for e in Event.objects.filter(
-        tenant_id=scope.tenant_id, subject_id=scope.subject_id, external_id__in=[e.external_id for e in ours])}
+                  source_type=item.source_type, payload_hash=digest, actor=scope.actor,
+                  text=seal_text(memory_class, item.event_text or item.text), occurred_at=item.occurred_at,
+                  created_at=now)
+            for (item, memory_class), digest in zip(claims, hashes, strict=True)]
+    if not ours:
+        return []
+    # Arrays instead of a VALUES list: ten parameters however many events (bulk_create's 5,000
+    # placeholders cost more to compose than to run), and no second read of the rows just written.
+    # Inserted in event id order: two calls claiming the same ids in different orders would otherwise
+    # each wait on the other's uncommitted unique-index entry (a deadlock).
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO memory_event (id, tenant_id, subject_id, external_id, source_type, payload_hash, text, "
+            "occurred_at, created_at, actor) "
+            "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::text[], "
+            "%s::text[], %s::timestamptz[], %s::timestamptz[], %s::text[]) ORDER BY 4 "
+            "ON CONFLICT DO NOTHING RETURNING external_id",
+            [[e.pk for e in ours], [e.tenant_id for e in ours], [e.subject_id for e in ours],
+             [e.external_id for e in ours], [e.source_type for e in ours], [e.payload_hash for e in ours],
+             [e.text for e in ours], [e.occurred_at for e in ours], [e.created_at for e in ours],
+             [e.actor for e in ours]])
+        inserted = {row[0] for row in cursor.fetchall()}
+    stored = {e.external_id: e for e in ours if e.external_id in inserted}
+    for e in ours:  # saved rows now, as bulk_create would leave them
+        e._state.adding, e._state.db = False, connection.alias
+    others = [e.external_id for e in ours if e.external_id not in inserted]
+    if others:
+        stored.update((e.external_id, e) for e in Event.objects.filter(
+            tenant_id=scope.tenant_id, subject_id=scope.subject_id, external_id__in=others))
     return [(stored[mine.external_id], stored[mine.external_id].pk == mine.pk) for mine in ours]
 
 
@@ -323,8 +352,8 @@ def _claim_events(scope: Scope, pending: list[_Pending]) -> list[_Pending]:
         else:
             p.twin_of = twin
     replays: dict[str, _Pending] = {}
-    for p, (event, created) in zip(claims, claim_events(scope, [(p.item, p.memory_class) for p in claims]),
-                                   strict=True):
+    claimed = claim_events(scope, [(p.item, p.memory_class) for p in claims], digests=[p.digest for p in claims])
+    for p, (event, created) in zip(claims, claimed, strict=True):
         p.event = event
         if created:
             fresh.append(p)
@@ -476,7 +505,9 @@ def _store(scope: Scope, fresh: list[_Pending], *, vectors: Future[list[list[flo
         conflict = Conflict.objects.create(tenant_id=scope.tenant_id, subject_id=scope.subject_id,
                                            namespace=p.item.namespace, field=p.item.field)
         conflict.records.add(record, *others)
-    refresh_search_vectors([r.pk for r in records])
+    # The records' types are known here: no query to find out whether any is episodic.
+    refresh_search_vectors([r.pk for r in records],
+                           episodic=any(r.memory_type == MemoryType.EPISODIC for r in records))
     _copy_into(AuditEntry, [
         AuditEntry(tenant_id=scope.tenant_id, subject_id=scope.subject_id, actor=scope.actor, action=p.write.action,
                    object_type="memory", object_id=record.pk, data=p.audit)
@@ -507,16 +538,53 @@ def _retire(scope: Scope, fresh: list[_Pending], records: list[MemoryRecord]) ->
                 status=RecordStatus.SUPERSEDED, superseded_by=record, status_reason="corrected by the user")
 
 
+# Field types whose get_db_prep_save returns a value of these types unchanged (to_python of a str, an
+# int, a bool, an aware datetime): such values go to COPY as they are. Anything else (JSON, vectors, a
+# naive datetime, a model instance) takes Django's own preparation.
+_AS_IS: dict[type[models.Field], tuple[type, ...]] = {
+    models.CharField: (str,), models.TextField: (str,), models.BooleanField: (bool,),
+    models.IntegerField: (int,), models.DateTimeField: (dt.datetime,),
+}
+
+
+def _as_is_types(f: models.Field) -> tuple[type, ...]:
+    if f.is_relation:
+        target = f.target_field  # type: ignore[attr-defined]  # a ForeignKey: its target's column
+        return _as_is_types(target) if not target.is_relation else ()
+    for base in type(f).__mro__:
+        if base in _AS_IS:
+            return _AS_IS[base]
+    return ()
+
+
 def _copy_into(model: type[models.Model], objs: list[Any]) -> None:
     """INSERT many rows with COPY: the same values bulk_create would send (each field's pre_save and
     get_db_prep_save), without composing a statement of 12,000 parameters. Used for rows whose ids
     are set in Python (records) or never read back (audit rows); at 500 rows this is the difference
-    between ~1 and ~0.2 ms per record. Inside the caller's transaction, like any other statement."""
+    between ~1 and ~0.2 ms per record. Inside the caller's transaction, like any other statement.
+
+    Plain values (see _AS_IS) skip get_db_prep_save, which is most of the cost of preparing a row."""
     if not objs:
         return
     fields = [f for f in model._meta.concrete_fields if not (f.primary_key and isinstance(f, models.AutoField))]
     columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    plan = [(f, f.attname, _as_is_types(f), getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False))
+            for f in fields]
     with connection.cursor() as cursor, cursor.cursor.copy(
             f"COPY {connection.ops.quote_name(model._meta.db_table)} ({columns}) FROM STDIN") as copy:
         for obj in objs:
-            copy.write_row([f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields])
+            row = []
+            for f, attname, as_is, stamped in plan:
+                value = f.pre_save(obj, True) if stamped else getattr(obj, attname)
+                if value is not None and not _as_is(value, as_is):
+                    value = f.get_db_prep_save(value, connection)
+                row.append(value)
+            copy.write_row(row)
+
+
+def _as_is(value: Any, types: tuple[type, ...]) -> bool:
+    if not isinstance(value, types):
+        return False
+    if isinstance(value, bool):  # an int too, but an integer column needs int(value)
+        return bool in types
+    return not isinstance(value, dt.datetime) or value.tzinfo is not None  # naive: Django makes it aware

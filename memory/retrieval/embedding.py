@@ -11,12 +11,14 @@ from collections.abc import Callable
 
 from django.db import connection
 
-from memory.content import unseal
+from memory.content import unseal_parts
 from memory.embedder import get_embedder
 from memory.models import MemoryRecord
 from memory.search import vector_literal
 
-BATCH_SIZE = 256
+# One import call's task (500 records) is one read, one run of the model and one UPDATE: fewer round trips
+# between the model's batches, and sorting 500 texts by length pads less than two halves do.
+BATCH_SIZE = 500
 
 
 def pending_ids(*, tenant_id: int | None = None) -> list[str]:
@@ -51,10 +53,12 @@ def embed_record_ids(record_ids: list[str], *, batch_size: int = BATCH_SIZE, onl
         qs = MemoryRecord.objects.filter(pk__in=chunk, memory_class__embed=True).exclude(status="deleted")
         if only_missing:
             qs = qs.filter(embedding__isnull=True)
-        rows = list(qs.select_related("memory_class").only("pk", "fact", "text", "memory_class"))
-        texts = [unseal(r)[1] for r in rows]
+        # Plain tuples: the text is all the model needs, and 500 model instances cost more than the read.
+        rows = list(qs.values_list("pk", "fact", "text"))
+        texts = [unseal_parts(fact, text)[1] for _, fact, text in rows]
         vectors = embedder.embed(texts, batch_size=64)
-        done += write_embeddings([(r.pk, v) for r, v in zip(rows, vectors, strict=True)], only_missing=only_missing)
+        done += write_embeddings([(row[0], v) for row, v in zip(rows, vectors, strict=True)],
+                                 only_missing=only_missing)
         if progress:
             progress(len(chunk))
     return done

@@ -53,3 +53,22 @@ def test_20_concurrent_statements_for_one_field_leave_exactly_one_active_head(ag
     superseded = MemoryRecord.objects.filter(status="superseded")
     assert superseded.count() == 19
     assert superseded.values("superseded_by").distinct().count() == 19
+
+
+@pytest.mark.parametrize("order", ["same", "reversed"])
+def test_two_concurrent_batches_with_the_same_event_ids_make_one_record_each(agent, order):
+    items = [memory_body(fact={"field": f"pref_{n}", "value": f"v{n}"}, source={"event_id": f"evt_{n}"})
+             for n in range(50)]
+    batches = [items, items if order == "same" else items[::-1]]
+
+    responses = run_concurrently(2, lambda i: agent.post("/api/v1/memories/batch", {"items": batches[i]}))
+
+    assert [r.status_code for r in responses] == [200, 200]
+    bodies = [r.json() for r in responses]
+    # Each event id is created by one call and answered as a replay by the other.
+    assert [sum(b[k] for b in bodies) for k in ("created", "existing", "error")] == [50, 50, 0]
+    assert Event.objects.count() == 50
+    assert MemoryRecord.objects.count() == 50
+    # Both answers name the same record for each event id.
+    by_event = [{r["record"]["source"]["event_id"]: r["memory_id"] for r in b["results"]} for b in bodies]
+    assert by_event[0] == by_event[1]
