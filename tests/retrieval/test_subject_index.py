@@ -8,10 +8,12 @@ candidates (at least 200 per index) are then a sixth of it, and the lexical leg 
 from __future__ import annotations
 
 import datetime as dt
+import io
 import itertools
 
 import numpy as np
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -257,3 +259,20 @@ def test_the_worker_indexes_a_subject_that_grows_past_the_threshold_and_refreshe
     for query in QUERIES[:3]:
         indexed, exact = _search(scope, query, k=5), _search(scope, query, k=5, exact=True)
         assert indexed.indexed and _ranking(indexed) == _ranking(exact)
+
+
+def test_index_subjects_builds_what_is_due_at_once_and_a_second_run_finds_nothing(settings, tenant):
+    settings.ENGRAM_SUBJECT_INDEX_THRESHOLD = 30
+    scope = _scope(tenant, "usr_imported")
+    memory_write_batch(scope=scope, items=[RecordInput(namespace="user/profile", kind="note", field=f"f{n}",
+                                                       value=str(n), text=f"Imported fact {n}", event_id=f"evt_i{n}")
+                                           for n in range(30)])
+    _prepare_index_builds()
+    first, second = io.StringIO(), io.StringIO()
+
+    call_command("index_subjects", stdout=first)
+    call_command("index_subjects", stdout=second)
+
+    assert f"subject {scope.subject_id} (30 records): ready" in first.getvalue()
+    assert second.getvalue().startswith("0 subject(s) to maintain")
+    assert SubjectIndex.objects.get(subject_id=scope.subject_id).ready
