@@ -228,39 +228,43 @@ fused AS MATERIALIZED (
            + %(w_semantic)s * greatest(coalesce(similarity, 0), 0) AS relevance
     FROM scored WHERE lexical IS NOT NULL OR similarity IS NOT NULL  -- found by at least one leg
 ),
--- Each ordering keeps its best `pool` rows only (a top-N heap, not a sort of the whole scope).
+-- Each ordering keeps its best `pool` rows only (a top-N heap, not a sort of the whole scope), with their scores.
 by_fused AS (
-    SELECT id, row_number() OVER (ORDER BY relevance DESC, id) AS fused_rank
-    FROM (SELECT id, relevance FROM fused ORDER BY relevance DESC, id LIMIT %(pool)s) t
+    SELECT *, row_number() OVER (ORDER BY relevance DESC, id) AS fused_rank
+    FROM (SELECT * FROM fused ORDER BY relevance DESC, id LIMIT %(pool)s) t
 ),
 by_lexical AS (
-    SELECT id, row_number() OVER (ORDER BY lexical DESC, id) AS lexical_rank
-    FROM (SELECT id, lexical FROM fused WHERE lexical IS NOT NULL ORDER BY lexical DESC, id LIMIT %(pool)s) t
+    SELECT *, row_number() OVER (ORDER BY lexical DESC, id) AS lexical_rank
+    FROM (SELECT * FROM fused WHERE lexical IS NOT NULL ORDER BY lexical DESC, id LIMIT %(pool)s) t
 ),
 by_semantic AS (
-    SELECT id, row_number() OVER (ORDER BY similarity DESC, id) AS semantic_rank
-    FROM (SELECT id, similarity FROM fused WHERE similarity IS NOT NULL ORDER BY similarity DESC, id
-          LIMIT %(pool)s) t
+    SELECT *, row_number() OVER (ORDER BY similarity DESC, id) AS semantic_rank
+    FROM (SELECT * FROM fused WHERE similarity IS NOT NULL ORDER BY similarity DESC, id LIMIT %(pool)s) t
 ),
+-- The fused best, and each leg's best `limit`, with every rank a row has. Grouped, not joined: joins of these
+-- CTEs were nested loops (their row counts are unknown to the planner), a few thousand comparisons per retrieve.
 picked AS (
-    SELECT id FROM by_fused
-    UNION SELECT id FROM by_lexical WHERE lexical_rank <= %(limit)s
-    UNION SELECT id FROM by_semantic WHERE semantic_rank <= %(limit)s
+    SELECT id, max(lexical) AS lexical, max(similarity) AS similarity, max(relevance) AS relevance,
+           min(fused_rank) AS fused_rank, min(lexical_rank) AS lexical_rank, min(semantic_rank) AS semantic_rank
+    FROM (SELECT id, lexical, similarity, relevance, fused_rank, NULL::bigint AS lexical_rank,
+                 NULL::bigint AS semantic_rank FROM by_fused
+          UNION ALL SELECT id, lexical, similarity, relevance, NULL, lexical_rank, NULL FROM by_lexical
+          UNION ALL SELECT id, lexical, similarity, relevance, NULL, NULL, semantic_rank FROM by_semantic) u
+    GROUP BY id
+    HAVING min(fused_rank) IS NOT NULL OR min(lexical_rank) <= %(limit)s OR min(semantic_rank) <= %(limit)s
 ),
 x ({x_columns}) AS ({x_sql})
 SELECT
     (SELECT coalesce(json_agg(json_build_object(
         'row', json_build_object({row_object}),
         'lexical', f.lexical, 'similarity', f.similarity, 'relevance', f.relevance,
-        'lexical_rank', bl.lexical_rank, 'semantic_rank', bs.semantic_rank,
+        'lexical_rank', f.lexical_rank, 'semantic_rank', f.semantic_rank,
         'in_conflict', EXISTS (SELECT 1 FROM memory_conflict_records cr
                                JOIN memory_conflict cf ON cf.id = cr.conflict_id
                                WHERE cr.memoryrecord_id = f.id AND cf.status = 'open'))
-        ORDER BY bf.fused_rank NULLS LAST, f.relevance DESC, f.id), '[]')
+        ORDER BY f.fused_rank NULLS LAST, f.relevance DESC, f.id), '[]')
      -- the packet's columns are read back for the picked rows only, through the same scoped CTE
-     FROM picked p JOIN fused f ON f.id = p.id JOIN eligible el ON el.id = p.id
-     LEFT JOIN by_fused bf ON bf.id = p.id LEFT JOIN by_lexical bl ON bl.id = p.id
-     LEFT JOIN by_semantic bs ON bs.id = p.id),
+     FROM picked f JOIN eligible el ON el.id = f.id),
     (SELECT coalesce(json_agg(to_jsonb(m) ORDER BY m.near NULLS LAST, m.id), '[]') FROM (
         SELECT x.id, x.namespace, x.kind, x.text, x.status, x.confidence, x.is_expired,
                x.max_retention_s, x.default_ttl_s, (x.embedding <=> q.v) AS near
