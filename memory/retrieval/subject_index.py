@@ -40,6 +40,11 @@ from memory.retrieval.models import SubjectIndex, TermBucket, TermCount
 
 # The statistics are recomputed when the subject's row count has moved by more than this share since they were.
 STATISTICS_DRIFT = 0.01
+# Maintenance waits while more than this share of a subject's live records still wait for their embedding (an import
+# being embedded): an HNSW index built then takes every later embedding as an insert, which measured many times
+# slower than building it once over the embedded rows, and the statistics would be recomputed after every batch of
+# the import. The embedding task that leaves the subject below this share queues the maintenance.
+SETTLING_SHARE = 0.05
 
 
 @dataclass(frozen=True)
@@ -208,8 +213,19 @@ def queue_maintenance(subject_id: int) -> None:
     enqueue("memory.retrieval.tasks.maintain_subject_index", subject_id, queue=BULK)
 
 
-def needs_maintenance(subject_id: int) -> bool:
+def settling(subject_id: int, rows: int) -> bool:
+    """Whether the subject is still being embedded (see SETTLING_SHARE); read from the index of unembedded rows."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM memory_memoryrecord r JOIN memory_memoryclass c "
+                       "ON c.id = r.memory_class_id WHERE r.subject_id = %s AND r.embedding IS NULL "
+                       "AND r.status = 'active' AND c.embed", [subject_id])
+        return int(cursor.fetchone()[0]) > SETTLING_SHARE * rows
+
+
+def needs_maintenance(subject_id: int, *, wait_for_embeddings: bool = True) -> bool:
     rows = subject_rows(subject_id)
+    if wait_for_embeddings and rows >= threshold() // 2 and settling(subject_id, rows):
+        return False
     index = SubjectIndex.objects.filter(subject_id=subject_id).first()
     if index is None:
         return rows >= threshold()
@@ -227,7 +243,7 @@ def after_writes_to(record_ids: Iterable[str]) -> None:
             transaction.on_commit(partial(queue_maintenance, subject_id))
 
 
-def sweep() -> list[int]:
+def sweep(*, wait_for_embeddings: bool = True) -> list[int]:
     """The subjects whose indexes should be built, refreshed or dropped, including indexes left behind by erased
     subjects: the schedule's safety net for writes no task followed (bulk loads, writes embedded in the request)."""
     with connection.cursor() as cursor:
@@ -237,4 +253,5 @@ def sweep() -> list[int]:
         cursor.execute("SELECT DISTINCT substring(c.relname FROM %s)::bigint FROM pg_class c "
                        "WHERE c.relkind = 'i' AND c.relname ~ %s", [f"^{_PREFIX}(\\d+)_", f"^{_PREFIX}\\d+_[a-z]+$"])
         orphaned = {row[0] for row in cursor.fetchall()} - candidates
-    return sorted(orphaned) + sorted(s for s in candidates if needs_maintenance(s))
+    return sorted(orphaned) + sorted(s for s in candidates
+                                     if needs_maintenance(s, wait_for_embeddings=wait_for_embeddings))

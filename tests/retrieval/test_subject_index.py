@@ -20,11 +20,12 @@ from django.test.utils import CaptureQueriesContext
 from memory.deletion.services import memory_delete, subject_erase
 from memory.embedder import get_embedder
 from memory.identity.services import subject_get_or_create
+from memory.models import MemoryRecord
 from memory.records.services import RecordInput, memory_write_batch
 from memory.retrieval import candidates as legs
 from memory.retrieval import subject_index
 from memory.retrieval.context import refresh_context
-from memory.retrieval.embedding import write_embeddings
+from memory.retrieval.embedding import embed_record_ids, write_embeddings
 from memory.retrieval.models import SubjectIndex, TermBucket
 from memory.scope import Scope
 from tests.deletion.helpers import run_job, tables_containing
@@ -276,3 +277,18 @@ def test_index_subjects_builds_what_is_due_at_once_and_a_second_run_finds_nothin
     assert f"subject {scope.subject_id} (30 records): ready" in first.getvalue()
     assert second.getvalue().startswith("0 subject(s) to maintain")
     assert SubjectIndex.objects.get(subject_id=scope.subject_id).ready
+
+
+def test_the_worker_waits_until_an_import_is_embedded_before_it_indexes_the_subject(settings, tenant):
+    """An HNSW index built in the middle of an import would take every later embedding as a slow insert."""
+    settings.ENGRAM_SUBJECT_INDEX_THRESHOLD = 30
+    scope = _scope(tenant, "usr_importing")
+    memory_write_batch(scope=scope, items=[RecordInput(namespace="user/profile", kind="note", field=f"f{n}",
+                                                       value=str(n), text=f"Imported fact {n}", event_id=f"evt_w{n}")
+                                           for n in range(40)])
+
+    assert subject_index.sweep() == []  # every record still waits for its embedding
+    assert subject_index.sweep(wait_for_embeddings=False) == [scope.subject_id]  # what index_subjects runs
+
+    embed_record_ids(list(MemoryRecord.objects.filter(subject_id=scope.subject_id).values_list("pk", flat=True)))
+    assert subject_index.sweep() == [scope.subject_id]
