@@ -295,6 +295,8 @@ ENGRAM_SUMMARIZER_TIMEOUT = env_int("ENGRAM_SUMMARIZER_TIMEOUT", 30)  # seconds
 ENGRAM_PROCEDURE_ALLOWED_HOSTS = env_list("ENGRAM_PROCEDURE_ALLOWED_HOSTS", [])
 # Retrieval logs quote content: kept at most this long (shorter when a quoted class's TTL is shorter).
 ENGRAM_RETRIEVAL_LOG_DAYS = env_int("ENGRAM_RETRIEVAL_LOG_DAYS", 30)
+# The embed_pending sweep leaves records younger than this (seconds) to the task their write queued.
+ENGRAM_EMBED_PENDING_GRACE = env_int("ENGRAM_EMBED_PENDING_GRACE", 600)
 # A subject with at least this many records gets its own search indexes and BM25 statistics, built by the worker
 # (memory/retrieval/subject_index.py); smaller subjects are scored by an exact scan of their rows.
 ENGRAM_SUBJECT_INDEX_THRESHOLD = env_int("ENGRAM_SUBJECT_INDEX_THRESHOLD", 5000)

@@ -25,7 +25,16 @@ def derive_context(record_ids: list[str]) -> int:
 
 def embed_pending(limit: int = 20_000) -> int:
     """Embed active records still without an embedding (a task that could not be queued, or the model was
-    down); the engram.embed_pending schedule runs it every five minutes on the bulk queue."""
+    down); the engram.embed_pending schedule runs it every five minutes on the bulk queue.
+
+    Only records older than ENGRAM_EMBED_PENDING_GRACE: younger ones have their own task queued (an import
+    being embedded has thousands), and embedding them here too did the import's work twice."""
+    import datetime as dt
+
+    from django.conf import settings
+    from django.utils import timezone
+
     from memory.retrieval.embedding import embed_record_ids, pending_ids
 
-    return embed_record_ids(pending_ids()[:limit])
+    before = timezone.now() - dt.timedelta(seconds=settings.ENGRAM_EMBED_PENDING_GRACE)
+    return embed_record_ids(pending_ids(created_before=before)[:limit])

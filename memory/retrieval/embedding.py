@@ -7,6 +7,7 @@ never embedded: a vector of sensitive text would leak it beside the ciphertext.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 
 from django.db import connection
@@ -21,11 +22,14 @@ from memory.search import vector_literal
 BATCH_SIZE = 500
 
 
-def pending_ids(*, tenant_id: int | None = None) -> list[str]:
-    """Ids of records that should have an embedding and do not (active, in an embedded class)."""
+def pending_ids(*, tenant_id: int | None = None, created_before: dt.datetime | None = None) -> list[str]:
+    """Ids of records that should have an embedding and do not (active, in an embedded class); with
+    ``created_before``, only those written before then."""
     qs = MemoryRecord.objects.filter(embedding__isnull=True, memory_class__embed=True, status="active")
     if tenant_id is not None:
         qs = qs.filter(tenant_id=tenant_id)
+    if created_before is not None:
+        qs = qs.filter(created_at__lt=created_before)
     return list(qs.order_by("pk").values_list("pk", flat=True))
 
 

@@ -183,3 +183,19 @@ def test_a_replayed_batch_cannot_recreate_a_deleted_record(agent, sync_tasks, dj
     assert (again[0]["http_status"], again[0]["code"]) == (409, "tombstoned")
     assert [r["status"] for r in again[1:]] == ["existing", "created"]
     assert not MemoryRecord.objects.filter(text="Preference number 0", status="active").exists()
+
+
+def test_the_pending_sweep_embeds_what_was_left_behind_and_leaves_fresh_records_to_their_task(agent):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memory.records.tasks import embed_pending
+
+    agent.post(URL, {"items": [item(n) for n in range(4)]})  # their embedding task never runs here
+    left_behind = list(MemoryRecord.objects.order_by("pk").values_list("pk", flat=True)[:2])
+    MemoryRecord.objects.filter(pk__in=left_behind).update(created_at=timezone.now() - timedelta(hours=1))
+
+    assert embed_pending() == 2
+    embedded = set(MemoryRecord.objects.filter(embedding__isnull=False).values_list("pk", flat=True))
+    assert embedded == set(left_behind)
