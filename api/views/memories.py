@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from django.conf import settings
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.exceptions import ValidationError
@@ -16,7 +14,6 @@ from rest_framework.views import APIView
 from api.authentication import scope_of
 from api.exceptions import _sentence, record_refusals
 from api.fields import (
-    MAX_VALUE_BYTES,
     NameField,
     NamespaceField,
     NamespacePathField,
@@ -510,8 +507,18 @@ class BatchItemParser:
 
 
 _PLAIN_KEYS = frozenset({"namespace", "kind", "type", "fact", "text", "source"})
-_PLAIN_SOURCE_KEYS = frozenset({"type", "event_id", "text"})
 _MEMORY_TYPES = frozenset(MemoryType.values)
+
+
+def _max_length(serializer: type[serializers.Serializer], name: str) -> int:
+    field = serializer().fields[name]
+    assert isinstance(field, serializers.CharField) and field.max_length is not None
+    return int(field.max_length)
+
+
+# The lengths the serializers allow, read from them so that the two paths cannot drift apart.
+_TEXT_LIMIT = _max_length(RecordIn, "text")
+_PLAIN_SOURCE_LIMITS = {name: _max_length(SourceIn, name) for name in ("type", "event_id", "text")}
 
 
 def _name(value: Any) -> bool:
@@ -545,21 +552,24 @@ def plain_statement(item: Any) -> dict[str, Any] | None:
     if type(fact) is not dict or fact.keys() != {"field", "value"} or not _name(fact["field"]):
         return None
     value = fact["value"]
-    if value is None or len(json.dumps(value)) > MAX_VALUE_BYTES:
+    if value is None:
+        return None
+    try:
+        check_json_value(value)
+    except serializers.ValidationError:
         return None
     data: dict[str, Any] = {"namespace": "/".join(namespace), "kind": item["kind"],
                             "type": memory_type, "fact": {"field": fact["field"], "value": value}}
-    max_text = settings.ENGRAM_MAX_TEXT_CHARS
     if "text" in item:
-        if (text := _plain_text(item["text"], max_text)) is None:
+        if (text := _plain_text(item["text"], _TEXT_LIMIT)) is None:
             return None
         data["text"] = text
     if "source" in item:
         given = item["source"]
-        if type(given) is not dict or not given.keys() <= _PLAIN_SOURCE_KEYS:
+        if type(given) is not dict or not given.keys() <= _PLAIN_SOURCE_LIMITS.keys():
             return None
         source: dict[str, Any] = {}
-        for key, limit in (("type", 32), ("event_id", 128), ("text", max_text)):
+        for key, limit in _PLAIN_SOURCE_LIMITS.items():
             if key in given:
                 if (checked := _plain_text(given[key], limit)) is None:
                     return None
