@@ -11,6 +11,7 @@ import datetime as dt
 from collections.abc import Callable
 
 from django.db import connection
+from django.db.models import QuerySet
 
 from memory.content import unseal_parts
 from memory.embedder import get_embedder
@@ -22,10 +23,14 @@ from memory.search import vector_literal
 BATCH_SIZE = 500
 
 
+def pending_records() -> QuerySet[MemoryRecord]:
+    """Records that should have an embedding and do not (active, in an embedded class)."""
+    return MemoryRecord.objects.filter(embedding__isnull=True, memory_class__embed=True, status="active")
+
+
 def pending_ids(*, tenant_id: int | None = None, created_before: dt.datetime | None = None) -> list[str]:
-    """Ids of records that should have an embedding and do not (active, in an embedded class); with
-    ``created_before``, only those written before then."""
-    qs = MemoryRecord.objects.filter(embedding__isnull=True, memory_class__embed=True, status="active")
+    """Ids of the pending records; with ``created_before``, only those written before then."""
+    qs = pending_records()
     if tenant_id is not None:
         qs = qs.filter(tenant_id=tenant_id)
     if created_before is not None:

@@ -36,6 +36,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from memory.locks import lock, session_unlock, try_session_lock
+from memory.retrieval.embedding import pending_records
 from memory.retrieval.models import SubjectIndex, TermBucket, TermCount
 
 # The statistics are recomputed when the subject's row count has moved by more than this share since they were.
@@ -215,11 +216,7 @@ def queue_maintenance(subject_id: int) -> None:
 
 def settling(subject_id: int, rows: int) -> bool:
     """Whether the subject is still being embedded (see SETTLING_SHARE); read from the index of unembedded rows."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM memory_memoryrecord r JOIN memory_memoryclass c "
-                       "ON c.id = r.memory_class_id WHERE r.subject_id = %s AND r.embedding IS NULL "
-                       "AND r.status = 'active' AND c.embed", [subject_id])
-        return int(cursor.fetchone()[0]) > SETTLING_SHARE * rows
+    return pending_records().filter(subject_id=subject_id).count() > SETTLING_SHARE * rows
 
 
 def needs_maintenance(subject_id: int, *, wait_for_embeddings: bool = True) -> bool:
