@@ -111,6 +111,13 @@ def large(settings, tenant):
     return scope
 
 
+def _write_facts(scope, count, label, tag):
+    """``count`` plain facts through the write gate; their embedding tasks are left unrun."""
+    memory_write_batch(scope=scope, items=[RecordInput(namespace="user/profile", kind="note", field=f"f{n}",
+                                                       value=str(n), text=f"{label} fact {n}", event_id=f"evt_{tag}{n}")
+                                           for n in range(count)])
+
+
 def _search(scope, query, *, exact=False, filters=None, k=10):
     return legs.search(scope, filters or legs.Filters(namespaces=None), query, get_embedder().embed_query(query),
                        pool=max(4 * k, 40), limit=k, max_distance=0.75, exact=exact)
@@ -136,9 +143,7 @@ def test_a_subject_past_the_threshold_gets_its_own_indexes_and_loses_them_when_i
 def test_no_indexes_are_built_below_the_threshold(settings, tenant):
     settings.ENGRAM_SUBJECT_INDEX_THRESHOLD = 30
     scope = _scope(tenant, "usr_small")
-    memory_write_batch(scope=scope, items=[RecordInput(namespace="user/profile", kind="note", field=f"f{n}",
-                                                       value=str(n), text=f"Small fact {n}", event_id=f"evt_s{n}")
-                                           for n in range(29)])
+    _write_facts(scope, 29, "Small", "s")
     _prepare_index_builds()
 
     assert subject_index.sweep() == []
@@ -265,9 +270,7 @@ def test_the_worker_indexes_a_subject_that_grows_past_the_threshold_and_refreshe
 def test_index_subjects_builds_what_is_due_at_once_and_a_second_run_finds_nothing(settings, tenant):
     settings.ENGRAM_SUBJECT_INDEX_THRESHOLD = 30
     scope = _scope(tenant, "usr_imported")
-    memory_write_batch(scope=scope, items=[RecordInput(namespace="user/profile", kind="note", field=f"f{n}",
-                                                       value=str(n), text=f"Imported fact {n}", event_id=f"evt_i{n}")
-                                           for n in range(30)])
+    _write_facts(scope, 30, "Imported", "i")
     _prepare_index_builds()
     first, second = io.StringIO(), io.StringIO()
 
@@ -283,9 +286,7 @@ def test_the_worker_waits_until_an_import_is_embedded_before_it_indexes_the_subj
     """An HNSW index built in the middle of an import would take every later embedding as a slow insert."""
     settings.ENGRAM_SUBJECT_INDEX_THRESHOLD = 30
     scope = _scope(tenant, "usr_importing")
-    memory_write_batch(scope=scope, items=[RecordInput(namespace="user/profile", kind="note", field=f"f{n}",
-                                                       value=str(n), text=f"Imported fact {n}", event_id=f"evt_w{n}")
-                                           for n in range(40)])
+    _write_facts(scope, 40, "Imported", "w")
 
     assert subject_index.sweep() == []  # every record still waits for its embedding
     assert subject_index.sweep(wait_for_embeddings=False) == [scope.subject_id]  # what index_subjects runs
