@@ -9,4 +9,4 @@ def post_worker_init(worker: Any) -> None:
     """Each web process loads the embedding model (one thread) before it accepts a request."""
     from memory.workqueues import warm_up
 
-    warm_up(f"web worker {worker.pid}", 1)
+    warm_up(f"web worker {worker.pid}", 1, queries=True)

@@ -271,6 +271,9 @@ ENGRAM_EMBEDDER_RETRY_SECONDS = env_float("ENGRAM_EMBEDDER_RETRY_SECONDS", 30.0)
 # Load the embedding model when a worker or web process starts instead of in its first task or request
 # (about 8 s of torch import).
 ENGRAM_WARMUP = env_bool("ENGRAM_WARMUP", True)
+# Web and worker processes started by `serve`/`workers` ask glibc's malloc for transparent huge pages
+# (memory/workqueues.py malloc_env): the model's weights are read whole for every query embedding.
+ENGRAM_HUGE_PAGES = env_bool("ENGRAM_HUGE_PAGES", True)
 
 # --- Engram --------------------------------------------------------------------------------
 # Principal tokens: default and maximum lifetime (seconds).

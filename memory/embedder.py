@@ -4,7 +4,8 @@ Two runtimes for the same weights, chosen once per process on first use (never a
 time): ONNX Runtime with the model's own fast tokenizer when the exported graph is in place (``make
 install`` exports it from the installed package, offline; memory/embedder_onnx.py), else PyTorch via
 sentence-transformers (importing torch costs ~8 s). Both give the same vectors (cosine >= 0.9999, checked
-at export). ``ENGRAM_EMBEDDER=torch`` forces PyTorch; ``onnx`` requires the export.
+at export); ONNX embeds queries with a partly 8-bit copy of the weights, within 0.999 cosine (checked at
+export; memory/embedder_onnx.py). ``ENGRAM_EMBEDDER=torch`` forces PyTorch; ``onnx`` requires the export.
 
 Query embeddings are cached in a per-process LRU: they hold the caller's query text, not memory
 content, and ``clear_query_cache()`` empties it (deletion calls it for its own process). Token counts,
@@ -54,6 +55,9 @@ class TorchMiniLM:
         return self.model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
                                  convert_to_numpy=True, show_progress_bar=False)
 
+    def embed_query(self, text: str) -> Any:
+        return self.embed([text])[0]
+
     def count_tokens(self, text: str) -> int:
         return len(self.model.tokenizer.encode(text, add_special_tokens=False))
 
@@ -65,12 +69,12 @@ def load_runtime(choice: str | None = None) -> Any:
         return TorchMiniLM(settings.ENGRAM_EMBEDDING_MODEL_PATH)
     choice = (choice or os.environ.get("ENGRAM_EMBEDDER", "auto")).lower()
     if choice in ("auto", "onnx"):
-        from memory.embedder_onnx import OnnxMiniLM, onnx_path
+        from memory.embedder_onnx import OnnxMiniLM, onnx_path, query_graph_path
 
         path = onnx_path()
         try:
             if path.exists():
-                runtime = OnnxMiniLM(path)
+                runtime = OnnxMiniLM(path, query_graph=query_graph_path())
                 runtime.runtime = "onnx"  # type: ignore[attr-defined]
                 return runtime
             if choice == "onnx":
@@ -116,7 +120,7 @@ class MiniLMEmbedder:
             if text in self._cache:
                 self._cache.move_to_end(text)
                 return self._cache[text]
-        vector = self.embed([text])[0]
+        vector = self.runtime.embed_query(text).tolist()
         with self._lock:
             self._cache[text] = vector
             while len(self._cache) > self._cache_size:

@@ -41,6 +41,20 @@ def thread_env(threads: int) -> dict[str, str]:
             "TOKENIZERS_PARALLELISM": "false"}
 
 
+def malloc_env() -> dict[str, str]:
+    """Large allocations (the model's weights among them) on transparent huge pages: one TLB entry per 2 MB
+    instead of per 4 kB. A query embedding reads every weight once, usually after the request's other work
+    has pushed them out of the caches; with huge pages it measured ~15% faster (in process, 15 ms idle
+    between queries: p50 ~4.1 -> ~3.5 ms; vectors unchanged). glibc reads this when the process starts, so
+    it is set in the environment of the processes ``serve`` and ``workers`` start. Kernels that never give
+    huge pages ignore it."""
+    if not settings.ENGRAM_HUGE_PAGES:
+        return {}
+    tunables = [t for t in os.environ.get("GLIBC_TUNABLES", "").split(":")
+                if t and not t.startswith("glibc.malloc.hugetlb=")]
+    return {"GLIBC_TUNABLES": ":".join([*tunables, "glibc.malloc.hugetlb=1"])}
+
+
 def on_worker_spawn(sender: Any, proc_name: str = "", **kwargs: Any) -> None:
     """django-q2's post_spawn: runs in each worker process before it takes its first task."""
     from django_q.conf import Conf
@@ -53,10 +67,11 @@ def on_worker_spawn(sender: Any, proc_name: str = "", **kwargs: Any) -> None:
     warm_up(f"worker {proc_name} ({queue})", threads, batches=True)
 
 
-def warm_up(who: str, threads: int, *, batches: bool = False) -> None:
+def warm_up(who: str, threads: int, *, batches: bool = False, queries: bool = False) -> None:
     """Load the model (and its tokenizer) now, before the first task or request: the first deletion's
     verification or the first retrieve would otherwise pay the model's load (~8 s when it is torch).
-    ``batches`` also prepares the multi-threaded path a worker embeds batches with."""
+    ``batches`` also prepares the multi-threaded path a worker embeds batches with, ``queries`` the query
+    graph a web process embeds retrieve queries with."""
     if not settings.ENGRAM_WARMUP:
         return
     from memory.embedder import get_embedder
@@ -66,6 +81,8 @@ def warm_up(who: str, threads: int, *, batches: bool = False) -> None:
         embedder.embed(["warm up"])
         if batches:
             embedder.embed(["warm up", "batches too"])
+        if queries:
+            embedder.embed_query("warm up")
         embedder.count_tokens("warm up")
         if getattr(getattr(embedder, "runtime", None), "runtime", "") == "torch":
             import torch
@@ -85,7 +102,7 @@ class Child:
 
 def worker_children(queues: tuple[str, ...] = QUEUES) -> list[Child]:
     return [Child(name=f"worker:{queue}", argv=[sys.executable, "manage.py", "qcluster"],
-                  env={"Q_CLUSTER_NAME": queue, **thread_env(embed_threads(queue))})
+                  env={"Q_CLUSTER_NAME": queue, **thread_env(embed_threads(queue)), **malloc_env()})
             for queue in queues]
 
 

@@ -47,6 +47,8 @@ def test_it_serves_the_api_with_a_live_worker_and_stops_everything_on_ctrl_c():
         assert body["database"] == "ok"
         children = psutil.Process(process.pid).children(recursive=True)
         assert any("gunicorn" in " ".join(c.cmdline()) for c in children)
+        # Web and worker processes start with malloc on transparent huge pages (the model's weights).
+        assert all("glibc.malloc.hugetlb=1" in c.environ().get("GLIBC_TUNABLES", "") for c in children)
 
         process.send_signal(signal.SIGINT)
         process.wait(timeout=40)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from memory.embedder import DIMENSIONS, MiniLMEmbedder, TorchMiniLM, get_embedder
-from memory.embedder_onnx import onnx_path
+from memory.embedder_onnx import CHECK_SENTENCES, OnnxMiniLM, export_query_graph, onnx_path, query_graph_path
 
 
 def test_it_is_one_instance_per_process_loaded_offline():
@@ -75,7 +75,30 @@ def test_onnx_vectors_match_pytorch_within_1e_3_cosine(torch_runtime):
     reference = torch_runtime.embed(texts)
 
     assert np.min(np.sum(onnx * reference, axis=1)) > 1 - 1e-3
-    assert get_embedder().embed_query(texts[1]) == pytest.approx(onnx[1].tolist(), abs=1e-5)
+
+
+def test_queries_are_embedded_by_the_query_graph_within_1e_3_cosine_of_the_stored_vectors():
+    assert query_graph_path().exists(), "make install builds the query graph (python -m memory.embedder_onnx)"
+    runtime = get_embedder().runtime
+    assert runtime.query_graph == query_graph_path()
+    queries = ["Where did Caroline move from 4 years ago?", "aisle", "?", "ORD-58213 eu-west-3", "word " * 400,
+               "Wann hat Melanie zuletzt gemalt?", "vegetarian dinner options near the office next week"]
+
+    stored = np.array(runtime.embed(queries))  # what a record with this text would store
+    asked = np.array([runtime.embed_query(q) for q in queries])
+
+    assert np.min(np.sum(stored * asked, axis=1)) > 1 - 1e-3
+    assert not np.array_equal(stored, asked)  # the 8-bit graph answered, not the float one
+
+
+def test_a_query_graph_that_disagrees_with_the_float_graph_is_not_kept(tmp_path):
+    target = tmp_path / "query.onnx"
+
+    assert export_query_graph(target=target, min_cosine=1.0) is None  # no quantised graph is that close
+    assert list(tmp_path.iterdir()) == []  # no partial file left behind
+    # Without a query graph, queries use the float graph: the same vector a stored record gets.
+    plain = OnnxMiniLM(onnx_path(), query_graph=target)
+    assert plain.embed_query(CHECK_SENTENCES[0]).tolist() == plain.embed([CHECK_SENTENCES[0]])[0].tolist()
 
 
 def test_onnx_and_pytorch_count_the_same_tokens(torch_runtime):

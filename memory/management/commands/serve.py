@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from memory.queues import QUEUES
-from memory.workqueues import Child, Supervisor, thread_env, worker_children
+from memory.workqueues import Child, Supervisor, malloc_env, thread_env, worker_children
 
 
 class Command(BaseCommand):
@@ -30,7 +30,7 @@ class Command(BaseCommand):
             sys.executable, "-m", "gunicorn", "config.wsgi:application", "-c", "python:config.gunicorn", "--bind", bind,
             "--workers", str(options["workers"]), "--threads", str(options["threads"]), "--timeout", "120",
             "--access-logfile", "-", "--forwarded-allow-ips", os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1"),
-        ], env=thread_env(1))  # one model thread per web process: queries embed one sentence at a time
+        ], env={**thread_env(1), **malloc_env()})  # one model thread per web process: one query at a time
         queues = tuple(q for q in options["queues"].split(",") if q)
         unknown = sorted(set(queues) - set(QUEUES))
         if unknown:
