@@ -4,9 +4,10 @@ for episodic records, the context window (by task, memory/retrieval/context.py).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from django.contrib.postgres.search import SearchVector
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Expression
 from django.db.models.fields.json import KT
 
@@ -21,6 +22,15 @@ def record_search_vector() -> Expression:
         SearchVector("text", config=TEXT_SEARCH_CONFIG, weight="A")
         + SearchVector(KT("fact__value"), "field", "kind", config=TEXT_SEARCH_CONFIG, weight="B")
     )
+
+
+def record_search_vector_sql() -> tuple[str, list[Any]]:
+    """``record_search_vector()`` as SQL and parameters. Its column references name the records table, so
+    it can be evaluated over any row source given that table's name as alias (a staging table of new rows)."""
+    query = MemoryRecord.objects.all().query
+    compiler = query.get_compiler(connection=connection)
+    sql, params = compiler.compile(record_search_vector().resolve_expression(query))
+    return sql, list(params)
 
 
 def refresh_search_vectors(record_ids: Iterable[str], *, episodic: bool | None = None) -> int:
