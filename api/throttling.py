@@ -14,7 +14,6 @@ A refused request gets 429 {"code": "throttled", "detail"} with Retry-After (api
 
 from __future__ import annotations
 
-import random
 import time
 from typing import Any
 
@@ -27,7 +26,9 @@ from api.authentication import AgentPrincipal
 from api.models import ThrottleCounter
 
 # One statement: lock the client's row (or create it), roll the windows forward, count this request only if
-# the sliding estimate leaves room for it, and say whether it did.
+# the sliding estimate leaves room for it, and say whether it did. About one request in a thousand also
+# forgets the other clients idle for two windows (a bounded table); the coin is tossed once, in the
+# statement, so the other requests' delete reads no row and every request is the same one statement.
 _TABLE = ThrottleCounter._meta.db_table
 _SAME = "t.window_index = EXCLUDED.window_index"
 _CURRENT = f"(CASE WHEN {_SAME} THEN t.count ELSE 0 END)"
@@ -35,6 +36,9 @@ _PREVIOUS = (f"(CASE WHEN {_SAME} THEN t.previous WHEN t.window_index = EXCLUDED
              "ELSE 0 END)")
 _ROOM = f"({_PREVIOUS} * %(remaining)s + {_CURRENT} + 1 <= %(limit)s)"
 _UPSERT = f"""
+WITH forgotten AS (
+    DELETE FROM {_TABLE} WHERE (SELECT random() < 0.001) AND window_index < %(window)s - 1 AND key <> %(key)s
+)
 INSERT INTO {_TABLE} AS t (key, window_index, count, previous, allowed)
 VALUES (%(key)s, %(window)s, 1, 0, 1 <= %(limit)s)
 ON CONFLICT (key) DO UPDATE SET
@@ -75,8 +79,6 @@ class SlidingWindowThrottle(SimpleRateThrottle):
         with connection.cursor() as cursor:
             cursor.execute(_UPSERT, {"key": key, "window": window, "limit": self.limit, "remaining": 1.0 - elapsed})
             allowed, count, previous = cursor.fetchone()
-            if random.random() < 0.001:  # forget clients idle for two windows (bounded table)
-                cursor.execute(f"DELETE FROM {_TABLE} WHERE window_index < %s", [window - 1])
         if not allowed:
             self.wait_seconds = self._wait(previous, count, elapsed)
         return bool(allowed)
