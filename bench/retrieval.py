@@ -283,10 +283,7 @@ def memory_profile(args: argparse.Namespace) -> None:  # noqa: C901 - a linear s
 
     # --- 3. the HTTP server --------------------------------------------------------------------------
     _, raw_key = agent_key_create(tenant=tenant, name="bench", permissions=["read", "write"])
-    env = {**os.environ, "ENGRAM_DB_NAME": args.database, "ENGRAM_LOG_LEVEL": "WARNING"}
-    server = subprocess.Popen([sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind",
-                               f"127.0.0.1:{args.port}", "--workers", "2", "--timeout", "300",
-                               "--log-level", "warning"], cwd=ROOT, env=env)
+    server = start_server(args)
     try:
         results = run_measurements(args, console, tenant, subjects, rows, raw_key, bulk_embed_rate,
                                    memory_retrieve, RetrieveRequest, fact_get, Scope, principal_token_mint,
@@ -513,10 +510,15 @@ def run_measurements(args: Any, console: Any, tenant: Any, subjects: list[Any], 
 
 
 def start_server(args: Any) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "ENGRAM_DB_NAME": args.database, "ENGRAM_LOG_LEVEL": "WARNING"}
-    server = subprocess.Popen([sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind",
-                               f"127.0.0.1:{args.port}", "--workers", "2", "--timeout", "300",
-                               "--log-level", "warning"], cwd=ROOT, env=env)
+    """gunicorn with two web processes and no workers, started with malloc's huge pages and the model loaded
+    before the first request, as `serve` starts them. Unlike `serve`'s, the processes embed batches with
+    ENGRAM_EMBED_THREADS (default 2): `embed=now` is measured against the embedder's own two-thread rate."""
+    from memory.workqueues import malloc_env
+
+    env = {**os.environ, "ENGRAM_DB_NAME": args.database, "ENGRAM_LOG_LEVEL": "WARNING", **malloc_env()}
+    server = subprocess.Popen([sys.executable, "-m", "gunicorn", "config.wsgi:application", "-c",
+                               "python:config.gunicorn", "--bind", f"127.0.0.1:{args.port}", "--workers", "2",
+                               "--timeout", "300", "--log-level", "warning"], cwd=ROOT, env=env)
     wait_for_health(args.port)
     return server
 
