@@ -48,10 +48,9 @@ def malloc_env() -> dict[str, str]:
     between queries: p50 ~4.1 -> ~3.5 ms; vectors unchanged). glibc reads this when the process starts, so
     it is set in the environment of the processes ``serve`` and ``workers`` start. Kernels that never give
     huge pages ignore it."""
-    if not settings.ENGRAM_HUGE_PAGES:
-        return {}
-    tunables = [t for t in os.environ.get("GLIBC_TUNABLES", "").split(":")
-                if t and not t.startswith("glibc.malloc.hugetlb=")]
+    tunables = [t for t in os.environ.get("GLIBC_TUNABLES", "").split(":") if t]
+    if not settings.ENGRAM_HUGE_PAGES or any(t.startswith("glibc.malloc.hugetlb=") for t in tunables):
+        return {}  # off, or the operator's own choice stands
     return {"GLIBC_TUNABLES": ":".join([*tunables, "glibc.malloc.hugetlb=1"])}
 
 
