@@ -21,7 +21,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from memory.embedder import get_embedder
-from memory.retrieval.models import RecordContext
+from memory.retrieval.models import PendingContext, RecordContext
 from memory.search import TEXT_SEARCH_CONFIG, vector_literal
 
 WINDOW = 2  # records before and after
@@ -108,15 +108,18 @@ def refresh_context(record_ids: Iterable[str]) -> int:
         stale = alone + [i for i in ids if i not in live]
         if stale:
             RecordContext.objects.filter(record_id__in=stale).delete()
-        if not changed:
-            return 0
-        vectors = get_embedder().embed([window_text(c[5]) for c in changed], batch_size=64)
-        cursor.execute(_UPSERT_SQL, [
-            [c[0] for c in changed], [c[1] for c in changed], [c[2] for c in changed],
-            [" ".join(c[3]) for c in changed], ["\n".join(c[4]) for c in changed],
-            [vector_literal(v) for v in vectors], [c[6] for c in changed],
-        ])
-        return int(cursor.rowcount)
+        written = 0
+        if changed:
+            vectors = get_embedder().embed([window_text(c[5]) for c in changed], batch_size=64)
+            cursor.execute(_UPSERT_SQL, [
+                [c[0] for c in changed], [c[1] for c in changed], [c[2] for c in changed],
+                [" ".join(c[3]) for c in changed], ["\n".join(c[4]) for c in changed],
+                [vector_literal(v) for v in vectors], [c[6] for c in changed],
+            ])
+            written = int(cursor.rowcount)
+        # Derived in this transaction: no longer pending (health's derived_pending).
+        PendingContext.objects.filter(record_id__in=ids).delete()
+        return written
 
 
 def records_quoting(record_ids: Iterable[str], *, tenant_id: int, subject_id: int) -> list[str]:
@@ -127,12 +130,14 @@ def records_quoting(record_ids: Iterable[str], *, tenant_id: int, subject_id: in
 
 
 def pending_count(*, tenant_slug_prefix: str | None = None) -> int:
-    """Live episodic records of embedded classes with no context row yet (for benchmarks and operators;
-    a record alone in its session legitimately has none)."""
-    from memory.models import MemoryRecord
-
-    qs = MemoryRecord.objects.filter(memory_type="episodic", status="active", memory_class__embed=True,
-                                     memory_class__encryption_required=False)
+    """Episodic records whose windows are still to be derived (for benchmarks and operators)."""
+    qs = PendingContext.objects.all()
     if tenant_slug_prefix:
         qs = qs.filter(tenant__slug__startswith=tenant_slug_prefix)
-    return qs.exclude(pk__in=RecordContext.objects.values("record_id")).count()
+    return qs.count()
+
+
+def pending_ids(*, queued_before: Any) -> list[str]:
+    """Records marked pending before then whose task was lost (a worker died, the queue was cleared)."""
+    return list(PendingContext.objects.filter(queued_at__lt=queued_before).order_by("queued_at")
+                .values_list("record_id", flat=True))
