@@ -27,19 +27,41 @@ from memory.search import TEXT_SEARCH_CONFIG, vector_literal
 WINDOW = 2  # records before and after
 SESSION_GAP_MINUTES = 30  # a longer pause between two records starts a new session
 
+# A turn's stream position: its source event's time (copied onto the record by the write gate), else when it
+# became valid; the index record_stream_idx holds live turns in exactly this order.
+_AT = "coalesce(r.occurred_at, r.valid_from)"
+_SAME_STREAM = ("r.subject_id = t.subject_id AND r.namespace = t.namespace AND r.kind = t.kind "
+                "AND r.memory_type = 'episodic' AND r.status = 'active'")
+# The targets' windows and every window that reaches a target (the turns up to WINDOW on either side) need the
+# turns up to 2 * WINDOW on either side of each target, and nothing more of the stream: each is read through the
+# index with a LIMIT, so the cost of a batch does not depend on how long the conversation already is. A window is
+# cut at a session boundary, which depends only on the gaps between the turns it spans, all of them read here.
+_REACH = 2 * WINDOW
+
 _WINDOWS_SQL = f"""
-WITH target AS (
-    SELECT DISTINCT tenant_id, subject_id, namespace, kind FROM memory_memoryrecord
-    WHERE id = ANY(%(ids)s) AND memory_type = 'episodic'
+WITH given AS MATERIALIZED (  -- by primary key: a partial index of live turns would be scanned whole for them
+    SELECT r.id, r.subject_id, r.namespace, r.kind, {_AT} AS at, r.created_at, r.memory_type, r.status
+    FROM memory_memoryrecord r WHERE r.id = ANY(%(ids)s)
+), target AS (
+    SELECT * FROM given WHERE memory_type = 'episodic' AND status = 'active'
+), near AS (
+    SELECT id FROM target
+    UNION
+    SELECT b.id FROM target t CROSS JOIN LATERAL (
+        SELECT r.id FROM memory_memoryrecord r
+        WHERE {_SAME_STREAM} AND ({_AT}, r.created_at, r.id) < (t.at, t.created_at, t.id)
+        ORDER BY {_AT} DESC, r.created_at DESC, r.id DESC LIMIT {_REACH}) b
+    UNION
+    SELECT a.id FROM target t CROSS JOIN LATERAL (
+        SELECT r.id FROM memory_memoryrecord r
+        WHERE {_SAME_STREAM} AND ({_AT}, r.created_at, r.id) > (t.at, t.created_at, t.id)
+        ORDER BY {_AT}, r.created_at, r.id LIMIT {_REACH}) a
 ), stream AS (
-    SELECT r.id, r.tenant_id, r.subject_id, r.namespace, r.kind, r.text, r.created_at,
-           coalesce(e.occurred_at, r.valid_from) AS at
+    SELECT r.id, r.tenant_id, r.subject_id, r.namespace, r.kind, r.text, r.created_at, {_AT} AS at
     FROM memory_memoryrecord r
-    JOIN target t ON t.tenant_id = r.tenant_id AND t.subject_id = r.subject_id AND t.namespace = r.namespace
-                 AND t.kind = r.kind
+    JOIN near n ON n.id = r.id
     JOIN memory_memoryclass c ON c.id = r.memory_class_id
-    LEFT JOIN memory_event e ON e.id = r.source_event_id
-    WHERE r.memory_type = 'episodic' AND r.status = 'active' AND c.embed AND NOT c.encryption_required
+    WHERE c.embed AND NOT c.encryption_required
 ), starts AS (
     SELECT *, CASE WHEN at - lag(at) OVER w <= interval '{SESSION_GAP_MINUTES} minutes' THEN 0 ELSE 1 END AS starts
     FROM stream WINDOW w AS (PARTITION BY tenant_id, subject_id, namespace, kind ORDER BY at, created_at, id)
