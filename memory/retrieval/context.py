@@ -18,9 +18,11 @@ import hashlib
 from collections.abc import Iterable
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
 
 from memory.embedder import get_embedder
+from memory.retrieval.embedding import embed_record_ids
 from memory.retrieval.models import PendingContext, RecordContext
 from memory.search import TEXT_SEARCH_CONFIG, vector_literal
 
@@ -57,7 +59,8 @@ WITH given AS MATERIALIZED (  -- by primary key: a partial index of live turns w
         WHERE {_SAME_STREAM} AND ({_AT}, r.created_at, r.id) > (t.at, t.created_at, t.id)
         ORDER BY {_AT}, r.created_at, r.id LIMIT {_REACH}) a
 ), stream AS (
-    SELECT r.id, r.tenant_id, r.subject_id, r.namespace, r.kind, r.text, r.created_at, {_AT} AS at
+    SELECT r.id, r.tenant_id, r.subject_id, r.namespace, r.kind, r.text, r.created_at, {_AT} AS at,
+           r.embedding IS NOT NULL AS has_vector
     FROM memory_memoryrecord r
     JOIN near n ON n.id = r.id
     JOIN memory_memoryclass c ON c.id = r.memory_class_id
@@ -70,12 +73,13 @@ WITH given AS MATERIALIZED (  -- by primary key: a partial index of live turns w
                                 ORDER BY at, created_at, id) AS session
     FROM starts
 ), windows AS (
-    SELECT id, tenant_id, subject_id, array_agg(id) OVER w AS ids, array_agg(text) OVER w AS texts
+    SELECT id, tenant_id, subject_id, array_agg(id) OVER w AS ids, array_agg(text) OVER w AS texts,
+           count(*) FILTER (WHERE has_vector) OVER w AS vectors
     FROM sessions
     WINDOW w AS (PARTITION BY tenant_id, subject_id, namespace, kind, session ORDER BY at, created_at, id
                  ROWS BETWEEN {WINDOW} PRECEDING AND {WINDOW} FOLLOWING)
 )
-SELECT w.id, w.tenant_id, w.subject_id, w.ids, w.texts, rc.window_hash
+SELECT w.id, w.tenant_id, w.subject_id, w.ids, w.texts, w.vectors, rc.window_hash
 FROM windows w LEFT JOIN retrieval_recordcontext rc ON rc.record_id = w.id
 WHERE w.id = ANY(%(ids)s) OR w.ids && %(ids)s
 """
@@ -86,7 +90,10 @@ _UPSERT_SQL = f"""
 INSERT INTO retrieval_recordcontext (record_id, tenant_id, subject_id, neighbours, terms, embedding, window_hash,
                                      updated_at)
 SELECT v.id, v.tenant_id, v.subject_id, string_to_array(v.ids, ' '),
-       strip(to_tsvector('{TEXT_SEARCH_CONFIG}', v.others)), v.embedding::vector, v.hash, now()
+       strip(to_tsvector('{TEXT_SEARCH_CONFIG}', v.others)),
+       coalesce(v.embedding::vector, (SELECT avg(m.embedding) FROM memory_memoryrecord m
+                                      WHERE m.id = ANY(string_to_array(v.ids, ' ')))),
+       v.hash, now()
 FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[])
      AS v(id, tenant_id, subject_id, ids, others, embedding, hash)
 JOIN memory_memoryrecord r ON r.id = v.id AND r.status = 'active'
@@ -95,8 +102,16 @@ ON CONFLICT (record_id) DO UPDATE SET neighbours = EXCLUDED.neighbours, terms = 
 """
 
 
-def _hash(ids: list[str], texts: list[str]) -> str:
-    return hashlib.sha256("\x1f".join(ids + texts).encode()).hexdigest()
+def _hash(ids: list[str], texts: list[str], vectors: int | None = None) -> str:
+    # From the turns' own vectors, a window changes when another of its turns gets its vector.
+    parts = ids + texts + ([str(vectors)] if vectors is not None else [])
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
+
+
+def vectors_from_turns() -> bool:
+    """Whether a window's vector is the mean of its turns' own vectors (no second model pass over five times the
+    text) rather than the model's embedding of the window's text (``ENGRAM_CONTEXT_VECTOR``)."""
+    return settings.ENGRAM_CONTEXT_VECTOR == "mean"
 
 
 def window_text(texts: list[str]) -> str:
@@ -108,6 +123,11 @@ def refresh_context(record_ids: Iterable[str]) -> int:
     ids = sorted(set(record_ids))
     if not ids:
         return 0
+    mean = vectors_from_turns()
+    if mean:
+        # The windows are made of the turns' own vectors: the turns written get theirs first (the embedding task
+        # queued beside this one then finds nothing left to do), outside the lock and the transaction.
+        embed_record_ids(ids)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SELECT DISTINCT subject_id FROM memory_memoryrecord WHERE id = ANY(%s) ORDER BY subject_id",
                        [ids])
@@ -117,11 +137,11 @@ def refresh_context(record_ids: Iterable[str]) -> int:
         rows = cursor.fetchall()
         changed: list[tuple[Any, ...]] = []
         alone: list[str] = []
-        for record_id, tenant_id, subject_id, window_ids, texts, stored_hash in rows:
+        for record_id, tenant_id, subject_id, window_ids, texts, vectors, stored_hash in rows:
             if len(window_ids) < 2:
                 alone.append(record_id)  # nothing around it: no context
                 continue
-            digest = _hash(window_ids, texts)
+            digest = _hash(window_ids, texts, vectors if mean else None)
             if digest != stored_hash:
                 others = [t for i, t in zip(window_ids, texts, strict=True) if i != record_id]
                 changed.append((record_id, tenant_id, subject_id, window_ids, others, texts, digest))
@@ -132,11 +152,15 @@ def refresh_context(record_ids: Iterable[str]) -> int:
             RecordContext.objects.filter(record_id__in=stale).delete()
         written = 0
         if changed:
-            vectors = get_embedder().embed([window_text(c[5]) for c in changed], batch_size=64)
+            if mean:
+                embeddings: list[str | None] = [None] * len(changed)  # averaged in SQL from the turns' vectors
+            else:
+                vectors_ = get_embedder().embed([window_text(c[5]) for c in changed], batch_size=64)
+                embeddings = [vector_literal(v) for v in vectors_]
             cursor.execute(_UPSERT_SQL, [
                 [c[0] for c in changed], [c[1] for c in changed], [c[2] for c in changed],
                 [" ".join(c[3]) for c in changed], ["\n".join(c[4]) for c in changed],
-                [vector_literal(v) for v in vectors], [c[6] for c in changed],
+                embeddings, [c[6] for c in changed],
             ])
             written = int(cursor.rowcount)
         # Derived in this transaction: no longer pending (health's derived_pending).
