@@ -19,7 +19,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(CLIENT)/pyproject.toml 
 AXE_VERSION := 4.14.1
 AXE := var/node/node_modules/axe-core/axe.min.js
 
-.PHONY: install chromium db run test test-fast lint bench bench-me bench-locomo bench-sizes evaluate db-stop clean
+.PHONY: install chromium db run test test-fast lint bench bench-me bench-locomo bench-sizes bench-cost evaluate db-stop clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -82,6 +82,11 @@ bench-locomo: db
 # Retrieve against one subject of 1,000, 10,000 and 100,000 records (its own database).
 bench-sizes: db
 	$(PY) bench/retrieval.py --profile sizes $(ARGS)
+
+# Retrieve and conversation-ingest cost as ratios to baselines of the same run (the in-process floor, the
+# embedder's own rate), at 600 to 100,000 records per subject (its own database).
+bench-cost: db
+	$(PY) bench/cost.py $(ARGS)
 
 evaluate: db
 	$(PY) manage.py evaluate

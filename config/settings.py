@@ -300,6 +300,11 @@ ENGRAM_PROCEDURE_ALLOWED_HOSTS = env_list("ENGRAM_PROCEDURE_ALLOWED_HOSTS", [])
 ENGRAM_RETRIEVAL_LOG_DAYS = env_int("ENGRAM_RETRIEVAL_LOG_DAYS", 30)
 # The embed_pending sweep leaves records younger than this (seconds) to the task their write queued.
 ENGRAM_EMBED_PENDING_GRACE = env_int("ENGRAM_EMBED_PENDING_GRACE", 600)
+# A conversation turn's context window gets its vector as the mean of its turns' own vectors ("mean": no second model
+# pass) or from the model over the window's text ("model"); docs/retrieval.md.
+ENGRAM_CONTEXT_VECTOR = env_str("ENGRAM_CONTEXT_VECTOR", "mean")
+if ENGRAM_CONTEXT_VECTOR not in ("mean", "model"):
+    raise ImproperlyConfigured("ENGRAM_CONTEXT_VECTOR must be 'mean' or 'model'")
 # A subject with at least this many records gets its own search indexes and BM25 statistics, built by the worker
 # (memory/retrieval/subject_index.py); smaller subjects are scored by an exact scan of their rows.
 ENGRAM_SUBJECT_INDEX_THRESHOLD = env_int("ENGRAM_SUBJECT_INDEX_THRESHOLD", 5000)

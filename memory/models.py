@@ -13,7 +13,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from django.db.models import Q
-from django.db.models.functions import Now
+from django.db.models.functions import Coalesce, Now
 from pgvector.django import VectorField
 
 from memory.ids import new_candidate_id, new_event_id, new_memory_id
@@ -221,6 +221,9 @@ class MemoryRecord(models.Model):
     status_reason = models.CharField(max_length=200, blank=True)
     valid_from = models.DateTimeField()
     valid_until = models.DateTimeField(null=True, blank=True)
+    # When what the record says happened: its source event's ``occurred_at``, copied by the write gate so that a
+    # conversation's turns can be read in event order through an index (the context windows' neighbours).
+    occurred_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     supersedes = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     superseded_by = models.ForeignKey(
@@ -242,6 +245,10 @@ class MemoryRecord(models.Model):
             # subject without reading its other rows (memory/retrieval/candidates.py).
             models.Index(fields=["subject"], condition=Q(embedding__isnull=True, status="active"),
                          name="record_unembedded_idx"),
+            # A conversation's live turns in event order: a context window finds its neighbours by reading a
+            # few entries on either side of a turn, whatever the subject's size (memory/retrieval/context.py).
+            models.Index("subject", "namespace", "kind", Coalesce("occurred_at", "valid_from"), "created_at", "id",
+                         condition=Q(memory_type="episodic", status="active"), name="record_stream_idx"),
             # No table-wide HNSW index on embedding (measured: docs/retrieval.md): every read is scoped
             # to one subject, where pgvector 0.6's filtered HNSW under-fills and an exact scan over the
             # btree scope index is both correct and fast; and the index halved embedding-fill

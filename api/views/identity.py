@@ -14,6 +14,7 @@ from api.fields import NamespaceField, StrictSerializer, integer
 from api.openapi import AGENT, BODY, Tags, errors
 from api.permissions import HasAgentKey
 from memory.identity.services import principal_token_mint, principal_token_verify
+from memory.retrieval.derived import derived_pending_by_kind
 
 
 class PrincipalTokenOut(serializers.Serializer):
@@ -90,12 +91,25 @@ class QueueDepthOut(serializers.Serializer):
     running = serializers.IntegerField(help_text="Tasks a worker has claimed.")
 
 
+class DerivedPendingOut(serializers.Serializer):
+    embeddings = serializers.IntegerField(help_text="Records waiting for their embedding.")
+    context_windows = serializers.IntegerField(help_text="Conversation turns waiting for their context windows.")
+    subject_indexes = serializers.IntegerField(help_text="Large subjects whose own indexes or term statistics are "
+                                                         "due (retrieval scans them exactly meanwhile).")
+    summaries = serializers.IntegerField(help_text="Thread summaries waiting to be regenerated or embedded.")
+    knowledge_chunks = serializers.IntegerField(help_text="Document chunks waiting for their embedding.")
+
+
 class HealthOut(serializers.Serializer):
     status = serializers.ChoiceField(choices=["ok", "degraded"])
     database = serializers.ChoiceField(choices=["ok", "down"])
     worker = serializers.ChoiceField(choices=["ok", "down"], help_text="`ok` when a task worker reported recently.")
     embeddings_pending = serializers.IntegerField(required=False, help_text="Records waiting for their embedding "
                                                                            "(absent when the database is down).")
+    derived_pending = serializers.IntegerField(
+        required=False, help_text="Derived items of every kind not yet done; 0 means retrieval sees everything "
+                                  "written (absent when the database is down).")
+    derived_pending_by_kind = DerivedPendingOut(required=False, help_text="`derived_pending` per kind.")
     queues = serializers.DictField(child=QueueDepthOut(), required=False,
                                    help_text="Per work queue (`urgent`: deletions; `engram`: interactive; `bulk`: "
                                              "imports), absent when the database is down.")
@@ -121,9 +135,9 @@ class HealthApi(APIView):
         body: dict[str, object] = {"status": "ok" if database == "ok" else "degraded", "database": database,
                 "worker": worker_status()}
         if database == "ok":
-            from memory.models import MemoryRecord
-
-            body["embeddings_pending"] = MemoryRecord.objects.filter(
-                embedding__isnull=True, memory_class__embed=True, status="active").count()
+            by_kind = derived_pending_by_kind()
+            body["embeddings_pending"] = by_kind["embeddings"]
+            body["derived_pending"] = sum(by_kind.values())
+            body["derived_pending_by_kind"] = by_kind
             body["queues"] = queue_depths()
         return Response(body, status=200 if database == "ok" else 503)

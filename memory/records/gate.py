@@ -573,14 +573,19 @@ def _insert_records(records: list[MemoryRecord]) -> None:
     columns = [q(f.column) for f in _copy_fields(MemoryRecord)]
     stage = "engram_stage_" + hashlib.blake2b(",".join(columns).encode(), digest_size=6).hexdigest()
     vector, params = record_search_vector_sql()
-    values = [f"CASE WHEN NOT c.encryption_required THEN {vector} END" if column == q("search_vector")
-              else f"{table}.{column}" for column in columns]
+    computed = {
+        q("search_vector"): f"CASE WHEN NOT c.encryption_required THEN {vector} END",
+        # The source event's time, so a conversation's turns are read in event order through an index.
+        q("occurred_at"): f"coalesce({table}.{q('occurred_at')}, e.{q('occurred_at')})",
+    }
+    values = [computed.get(column, f"{table}.{column}") for column in columns]
     with connection.cursor() as cursor:
         cursor.execute(f"CREATE TEMPORARY TABLE IF NOT EXISTS {stage} (LIKE {table}) ON COMMIT DELETE ROWS")
         _copy_into(MemoryRecord, records, table=stage)
         cursor.execute(f"WITH staged AS (DELETE FROM {stage} RETURNING *) "
                        f"INSERT INTO {table} ({', '.join(columns)}) SELECT {', '.join(values)} "
-                       f"FROM staged AS {table} JOIN {classes} c ON c.id = {table}.{q('memory_class_id')}", params)
+                       f"FROM staged AS {table} JOIN {classes} c ON c.id = {table}.{q('memory_class_id')} "
+                       f"LEFT JOIN {q(Event._meta.db_table)} e ON e.id = {table}.{q('source_event_id')}", params)
 
 
 def _copy_fields(model: type[models.Model]) -> list[models.Field]:

@@ -47,10 +47,19 @@ def refresh_search_vectors(record_ids: Iterable[str], *, episodic: bool | None =
 def schedule_context(ids: list[str], *, episodic: bool | None = None) -> None:
     """After commit, derive the context windows that these records start or change (episodic records only).
 
+    The records are marked pending in the caller's transaction (retrieval.PendingContext), so health's
+    ``derived_pending`` counts them from the moment they are readable until their windows are derived.
     ``episodic`` saves the look-up when the caller knows; a write of semantic facts queues nothing."""
-    if episodic is None:
-        episodic = MemoryRecord.objects.filter(pk__in=ids, memory_type=MemoryType.EPISODIC).exists()
-    if episodic:
+    if episodic is False or not ids:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO retrieval_pendingcontext (record_id, tenant_id, subject_id, queued_at) "
+            "SELECT id, tenant_id, subject_id, now() FROM memory_memoryrecord "
+            "WHERE id = ANY(%s) AND memory_type = %s ON CONFLICT (record_id) DO NOTHING",
+            [list(ids), MemoryType.EPISODIC.value])
+        marked = cursor.rowcount
+    if marked:
         from memory.queues import embedding_queue, enqueue
 
         # Embeds a window per record: an import's goes to the bulk queue, a few records' to the interactive one.

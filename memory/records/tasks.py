@@ -24,17 +24,23 @@ def derive_context(record_ids: list[str]) -> int:
 
 
 def embed_pending(limit: int = 20_000) -> int:
-    """Embed active records still without an embedding (a task that could not be queued, or the model was
-    down); the engram.embed_pending schedule runs it every five minutes on the bulk queue.
+    """Embed active records still without an embedding, and derive the context windows still pending, whose task
+    could not be queued or was lost (the model was down, a worker died); the engram.embed_pending schedule runs it
+    every five minutes on the bulk queue.
 
-    Only records older than ENGRAM_EMBED_PENDING_GRACE: younger ones have their own task queued (an import
-    being embedded has thousands), and embedding them here too did the import's work twice."""
+    Only work older than ENGRAM_EMBED_PENDING_GRACE: younger work has its own task queued (an import being embedded
+    has thousands), and doing it here too did the import's work twice."""
     import datetime as dt
 
     from django.conf import settings
     from django.utils import timezone
 
+    from memory.retrieval import context
     from memory.retrieval.embedding import embed_record_ids, pending_ids
 
     before = timezone.now() - dt.timedelta(seconds=settings.ENGRAM_EMBED_PENDING_GRACE)
-    return embed_record_ids(pending_ids(created_before=before)[:limit])
+    embedded = embed_record_ids(pending_ids(created_before=before)[:limit])
+    lost = context.pending_ids(queued_before=before)[:limit]
+    for start in range(0, len(lost), 500):
+        context.refresh_context(lost[start:start + 500])
+    return embedded

@@ -419,11 +419,17 @@ _STATEMENTS: OrderedDict[str, _Compiled] = OrderedDict()
 _STATEMENTS_KEPT = 1024
 
 
+def statement_key(scope: Scope, filters: Filters) -> tuple[Any, ...]:
+    return (scope.tenant_id, scope.subject_id, scope.reader_role, scope.namespaces, filters)
+
+
 def _compiled_statement(scope: Scope, filters: Filters) -> _Compiled:
     """The statement for one scope and set of filters, compiled once per process (a small LRU): the ORM builds the
     same SQL for the same scope and filters, and compiling the querysets cost more than running them on small
-    scopes. The key is the full repr of both, so any field that could change the SQL changes the key."""
-    key = repr((scope, filters))
+    scopes. The key is what the statement is built from: the scope's tenant, subject (both are parameters of it),
+    reader role and namespace grant (predicates of ``for_scope``) and the filters. Who asks (the actor, the agent
+    key, the user) changes nothing in it, so every key and person reading one subject shares one entry."""
+    key = repr(statement_key(scope, filters))
     if key in _STATEMENTS:
         _STATEMENTS.move_to_end(key)
         return _STATEMENTS[key]

@@ -18,28 +18,53 @@ import hashlib
 from collections.abc import Iterable
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
 
 from memory.embedder import get_embedder
-from memory.retrieval.models import RecordContext
+from memory.retrieval.embedding import embed_record_ids
+from memory.retrieval.models import PendingContext, RecordContext
 from memory.search import TEXT_SEARCH_CONFIG, vector_literal
 
 WINDOW = 2  # records before and after
 SESSION_GAP_MINUTES = 30  # a longer pause between two records starts a new session
 
+# A turn's stream position: its source event's time (copied onto the record by the write gate), else when it
+# became valid; the index record_stream_idx holds live turns in exactly this order.
+_AT = "coalesce(r.occurred_at, r.valid_from)"
+_SAME_STREAM = ("r.subject_id = t.subject_id AND r.namespace = t.namespace AND r.kind = t.kind "
+                "AND r.memory_type = 'episodic' AND r.status = 'active'")
+# The targets' windows and every window that reaches a target (the turns up to WINDOW on either side) need the
+# turns up to 2 * WINDOW on either side of each target, and nothing more of the stream: each is read through the
+# index with a LIMIT, so the cost of a batch does not depend on how long the conversation already is. A window is
+# cut at a session boundary, which depends only on the gaps between the turns it spans, all of them read here.
+_REACH = 2 * WINDOW
+
 _WINDOWS_SQL = f"""
-WITH target AS (
-    SELECT DISTINCT tenant_id, subject_id, namespace, kind FROM memory_memoryrecord
-    WHERE id = ANY(%(ids)s) AND memory_type = 'episodic'
+WITH given AS MATERIALIZED (  -- by primary key: a partial index of live turns would be scanned whole for them
+    SELECT r.id, r.subject_id, r.namespace, r.kind, {_AT} AS at, r.created_at, r.memory_type, r.status
+    FROM memory_memoryrecord r WHERE r.id = ANY(%(ids)s)
+), target AS (
+    SELECT * FROM given WHERE memory_type = 'episodic' AND status = 'active'
+), near AS (
+    SELECT id FROM target
+    UNION
+    SELECT b.id FROM target t CROSS JOIN LATERAL (
+        SELECT r.id FROM memory_memoryrecord r
+        WHERE {_SAME_STREAM} AND ({_AT}, r.created_at, r.id) < (t.at, t.created_at, t.id)
+        ORDER BY {_AT} DESC, r.created_at DESC, r.id DESC LIMIT {_REACH}) b
+    UNION
+    SELECT a.id FROM target t CROSS JOIN LATERAL (
+        SELECT r.id FROM memory_memoryrecord r
+        WHERE {_SAME_STREAM} AND ({_AT}, r.created_at, r.id) > (t.at, t.created_at, t.id)
+        ORDER BY {_AT}, r.created_at, r.id LIMIT {_REACH}) a
 ), stream AS (
-    SELECT r.id, r.tenant_id, r.subject_id, r.namespace, r.kind, r.text, r.created_at,
-           coalesce(e.occurred_at, r.valid_from) AS at
+    SELECT r.id, r.tenant_id, r.subject_id, r.namespace, r.kind, r.text, r.created_at, {_AT} AS at,
+           r.embedding IS NOT NULL AS has_vector
     FROM memory_memoryrecord r
-    JOIN target t ON t.tenant_id = r.tenant_id AND t.subject_id = r.subject_id AND t.namespace = r.namespace
-                 AND t.kind = r.kind
+    JOIN near n ON n.id = r.id
     JOIN memory_memoryclass c ON c.id = r.memory_class_id
-    LEFT JOIN memory_event e ON e.id = r.source_event_id
-    WHERE r.memory_type = 'episodic' AND r.status = 'active' AND c.embed AND NOT c.encryption_required
+    WHERE c.embed AND NOT c.encryption_required
 ), starts AS (
     SELECT *, CASE WHEN at - lag(at) OVER w <= interval '{SESSION_GAP_MINUTES} minutes' THEN 0 ELSE 1 END AS starts
     FROM stream WINDOW w AS (PARTITION BY tenant_id, subject_id, namespace, kind ORDER BY at, created_at, id)
@@ -48,12 +73,13 @@ WITH target AS (
                                 ORDER BY at, created_at, id) AS session
     FROM starts
 ), windows AS (
-    SELECT id, tenant_id, subject_id, array_agg(id) OVER w AS ids, array_agg(text) OVER w AS texts
+    SELECT id, tenant_id, subject_id, array_agg(id) OVER w AS ids, array_agg(text) OVER w AS texts,
+           count(*) FILTER (WHERE has_vector) OVER w AS vectors
     FROM sessions
     WINDOW w AS (PARTITION BY tenant_id, subject_id, namespace, kind, session ORDER BY at, created_at, id
                  ROWS BETWEEN {WINDOW} PRECEDING AND {WINDOW} FOLLOWING)
 )
-SELECT w.id, w.tenant_id, w.subject_id, w.ids, w.texts, rc.window_hash
+SELECT w.id, w.tenant_id, w.subject_id, w.ids, w.texts, w.vectors, rc.window_hash
 FROM windows w LEFT JOIN retrieval_recordcontext rc ON rc.record_id = w.id
 WHERE w.id = ANY(%(ids)s) OR w.ids && %(ids)s
 """
@@ -64,7 +90,10 @@ _UPSERT_SQL = f"""
 INSERT INTO retrieval_recordcontext (record_id, tenant_id, subject_id, neighbours, terms, embedding, window_hash,
                                      updated_at)
 SELECT v.id, v.tenant_id, v.subject_id, string_to_array(v.ids, ' '),
-       strip(to_tsvector('{TEXT_SEARCH_CONFIG}', v.others)), v.embedding::vector, v.hash, now()
+       strip(to_tsvector('{TEXT_SEARCH_CONFIG}', v.others)),
+       coalesce(v.embedding::vector, (SELECT avg(m.embedding) FROM memory_memoryrecord m
+                                      WHERE m.id = ANY(string_to_array(v.ids, ' ')))),
+       v.hash, now()
 FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[])
      AS v(id, tenant_id, subject_id, ids, others, embedding, hash)
 JOIN memory_memoryrecord r ON r.id = v.id AND r.status = 'active'
@@ -73,8 +102,16 @@ ON CONFLICT (record_id) DO UPDATE SET neighbours = EXCLUDED.neighbours, terms = 
 """
 
 
-def _hash(ids: list[str], texts: list[str]) -> str:
-    return hashlib.sha256("\x1f".join(ids + texts).encode()).hexdigest()
+def _hash(ids: list[str], texts: list[str], vectors: int | None = None) -> str:
+    # From the turns' own vectors, a window changes when another of its turns gets its vector.
+    parts = ids + texts + ([str(vectors)] if vectors is not None else [])
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
+
+
+def vectors_from_turns() -> bool:
+    """Whether a window's vector is the mean of its turns' own vectors (no second model pass over five times the
+    text) rather than the model's embedding of the window's text (``ENGRAM_CONTEXT_VECTOR``)."""
+    return settings.ENGRAM_CONTEXT_VECTOR == "mean"
 
 
 def window_text(texts: list[str]) -> str:
@@ -86,6 +123,11 @@ def refresh_context(record_ids: Iterable[str]) -> int:
     ids = sorted(set(record_ids))
     if not ids:
         return 0
+    mean = vectors_from_turns()
+    if mean:
+        # The windows are made of the turns' own vectors: the turns written get theirs first (the embedding task
+        # queued beside this one then finds nothing left to do), outside the lock and the transaction.
+        embed_record_ids(ids)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SELECT DISTINCT subject_id FROM memory_memoryrecord WHERE id = ANY(%s) ORDER BY subject_id",
                        [ids])
@@ -95,11 +137,11 @@ def refresh_context(record_ids: Iterable[str]) -> int:
         rows = cursor.fetchall()
         changed: list[tuple[Any, ...]] = []
         alone: list[str] = []
-        for record_id, tenant_id, subject_id, window_ids, texts, stored_hash in rows:
+        for record_id, tenant_id, subject_id, window_ids, texts, vectors, stored_hash in rows:
             if len(window_ids) < 2:
                 alone.append(record_id)  # nothing around it: no context
                 continue
-            digest = _hash(window_ids, texts)
+            digest = _hash(window_ids, texts, vectors if mean else None)
             if digest != stored_hash:
                 others = [t for i, t in zip(window_ids, texts, strict=True) if i != record_id]
                 changed.append((record_id, tenant_id, subject_id, window_ids, others, texts, digest))
@@ -108,15 +150,22 @@ def refresh_context(record_ids: Iterable[str]) -> int:
         stale = alone + [i for i in ids if i not in live]
         if stale:
             RecordContext.objects.filter(record_id__in=stale).delete()
-        if not changed:
-            return 0
-        vectors = get_embedder().embed([window_text(c[5]) for c in changed], batch_size=64)
-        cursor.execute(_UPSERT_SQL, [
-            [c[0] for c in changed], [c[1] for c in changed], [c[2] for c in changed],
-            [" ".join(c[3]) for c in changed], ["\n".join(c[4]) for c in changed],
-            [vector_literal(v) for v in vectors], [c[6] for c in changed],
-        ])
-        return int(cursor.rowcount)
+        written = 0
+        if changed:
+            if mean:
+                embeddings: list[str | None] = [None] * len(changed)  # averaged in SQL from the turns' vectors
+            else:
+                vectors_ = get_embedder().embed([window_text(c[5]) for c in changed], batch_size=64)
+                embeddings = [vector_literal(v) for v in vectors_]
+            cursor.execute(_UPSERT_SQL, [
+                [c[0] for c in changed], [c[1] for c in changed], [c[2] for c in changed],
+                [" ".join(c[3]) for c in changed], ["\n".join(c[4]) for c in changed],
+                embeddings, [c[6] for c in changed],
+            ])
+            written = int(cursor.rowcount)
+        # Derived in this transaction: no longer pending (health's derived_pending).
+        PendingContext.objects.filter(record_id__in=ids).delete()
+        return written
 
 
 def records_quoting(record_ids: Iterable[str], *, tenant_id: int, subject_id: int) -> list[str]:
@@ -127,12 +176,14 @@ def records_quoting(record_ids: Iterable[str], *, tenant_id: int, subject_id: in
 
 
 def pending_count(*, tenant_slug_prefix: str | None = None) -> int:
-    """Live episodic records of embedded classes with no context row yet (for benchmarks and operators;
-    a record alone in its session legitimately has none)."""
-    from memory.models import MemoryRecord
-
-    qs = MemoryRecord.objects.filter(memory_type="episodic", status="active", memory_class__embed=True,
-                                     memory_class__encryption_required=False)
+    """Episodic records whose windows are still to be derived (for benchmarks and operators)."""
+    qs = PendingContext.objects.all()
     if tenant_slug_prefix:
         qs = qs.filter(tenant__slug__startswith=tenant_slug_prefix)
-    return qs.exclude(pk__in=RecordContext.objects.values("record_id")).count()
+    return qs.count()
+
+
+def pending_ids(*, queued_before: Any) -> list[str]:
+    """Records marked pending before then whose task was lost (a worker died, the queue was cleared)."""
+    return list(PendingContext.objects.filter(queued_at__lt=queued_before).order_by("queued_at")
+                .values_list("record_id", flat=True))

@@ -80,6 +80,24 @@ class RecordContext(models.Model):
         return f"context of {self.record_id}"
 
 
+class PendingContext(models.Model):
+    """An episodic record whose context window (and its neighbours') is still to be derived.
+
+    Written in the same transaction as the record, removed by the refresh that derives it: the count of these rows
+    is the caught-up signal for context windows (``derived_pending`` in health). A record alone in its session
+    legitimately has no window, so "records without a RecordContext" could never reach zero; this marker can.
+    """
+
+    record = models.OneToOneField("memory.MemoryRecord", on_delete=models.CASCADE, primary_key=True,
+                                  related_name="+")
+    tenant = models.ForeignKey("memory.Tenant", on_delete=models.CASCADE, related_name="+")
+    subject = models.ForeignKey("memory.Subject", on_delete=models.CASCADE, related_name="+")
+    queued_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    def __str__(self) -> str:
+        return f"context of {self.record_id} pending"
+
+
 class SubjectIndex(models.Model):
     """A large subject's own search structures: partial indexes over its rows only, and its BM25 statistics.
 

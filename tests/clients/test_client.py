@@ -114,6 +114,15 @@ def test_it_corrects_with_history_and_a_retry_is_the_same_correction(client: Any
     assert [(m.memory_id, m.status) for m in history] == [(old.memory_id, "superseded"), (new.memory_id, "active")]
 
 
+def test_wait_until_derived_returns_once_every_derived_item_is_done(client: Any) -> None:
+    client.remember("Takes the night train to Vienna", namespace="user/profile", field="train", value="night")
+
+    body = client.wait_until_derived(timeout=30)
+
+    assert body["derived_pending"] == 0 and set(body["derived_pending_by_kind"].values()) == {0}
+    assert client.search("overnight rail journey").packets[0].content == "Takes the night train to Vienna"
+
+
 def test_forget_returns_the_job_and_wait_polls_it_to_completion(client: Any) -> None:
     memory = client.remember("Allergic to peanuts", namespace="user/profile", field="allergy", value="peanuts")
     job = client.forget(memory.memory_id, wait=True)

@@ -3,9 +3,13 @@ reembed, and purged by deletion with every window that quoted the deleted turn."
 
 from __future__ import annotations
 
+import datetime as dt
+import random
+
 import pytest
 from django.core.management import call_command
 
+from memory.retrieval.context import SESSION_GAP_MINUTES, WINDOW
 from memory.retrieval.models import RecordContext
 from tests.deletion.helpers import run_job, tables_containing
 from tests.retrieval.conftest import retrieve
@@ -89,3 +93,48 @@ def test_deleting_a_turn_purges_every_window_that_quoted_it_and_rebuilds_them_wi
     windows = {c.record_id: c.neighbours for c in RecordContext.objects.all()}
     assert deleted not in windows and all(deleted not in n for n in windows.values())
     assert windows[conversation[4]] == [conversation[1], conversation[2], conversation[4]]  # rebuilt, live turns
+
+
+def _expected_windows(turns: list[tuple[str, dt.datetime]]) -> dict[str, list[str]]:
+    """The windows by their definition, over the whole stream at once: event order, sessions cut at gaps longer
+    than SESSION_GAP_MINUTES, up to WINDOW turns on either side within the session."""
+    ordered = sorted(turns, key=lambda t: t[1])
+    sessions: list[list[str]] = []
+    for n, (record_id, at) in enumerate(ordered):
+        if n == 0 or at - ordered[n - 1][1] > dt.timedelta(minutes=SESSION_GAP_MINUTES):
+            sessions.append([])
+        sessions[-1].append(record_id)
+    windows = {}
+    for session in sessions:
+        for i, record_id in enumerate(session):
+            window = session[max(0, i - WINDOW):i + WINDOW + 1]
+            if len(window) > 1:
+                windows[record_id] = window
+    return windows
+
+
+def test_windows_derived_batch_by_batch_in_any_order_equal_the_whole_streams(agent, sync_tasks,
+                                                                               django_capture_on_commit_callbacks):
+    # 60 turns in sessions of uneven length, written in shuffled batches: each batch's windows are derived from
+    # the turns around it alone, and must come out as if the whole conversation had been read at once.
+    rng = random.Random(7)
+    start = dt.datetime(2026, 3, 1, 9, tzinfo=dt.UTC)
+    times, at = [], start
+    for _ in range(60):
+        pause = rng.choice([5, 30]) * 60 if rng.random() < 0.15 else rng.randint(1, 9)
+        at += dt.timedelta(minutes=pause)
+        times.append(at)
+    items = [_turn(100 + n, t.isoformat(), f"Turn {n} of the long chat about topic {n % 7}")
+             for n, t in enumerate(times)]
+    order = list(range(60))
+    rng.shuffle(order)
+    written: dict[int, str] = {}
+    for chunk_start in range(0, 60, 13):
+        chunk = order[chunk_start:chunk_start + 13]
+        with django_capture_on_commit_callbacks(execute=True):
+            response = agent.post("/api/v1/memories/batch", {"items": [items[n] for n in chunk]})
+        assert response.status_code == 200, response.json()
+        written.update(zip(chunk, (r["record"]["memory_id"] for r in response.json()["results"]), strict=True))
+
+    expected = _expected_windows([(written[n], times[n]) for n in range(60)])
+    assert {c.record_id: c.neighbours for c in RecordContext.objects.all()} == expected

@@ -156,6 +156,18 @@ class AsyncEngram:
                                    "(is the Engram worker running?)")
             await asyncio.sleep(poll_interval)
 
+    async def wait_until_derived(self, *, timeout: float = 120.0, poll_interval: float = 0.5) -> dict[str, Any]:
+        """Wait until the server's derived work is done (health's ``derived_pending`` is 0)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            body = await self.health()
+            if body.get("derived_pending") == 0:
+                return body
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"{body.get('derived_pending')} derived items still pending after {timeout:.0f}s "
+                                   f"({body.get('derived_pending_by_kind')}; is the Engram worker running?)")
+            await asyncio.sleep(poll_interval)
+
     # --- plumbing -------------------------------------------------------------------------------------
     def _http(self) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()

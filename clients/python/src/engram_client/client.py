@@ -165,6 +165,19 @@ class Engram:
                                    "(is the Engram worker running?)")
             time.sleep(poll_interval)
 
+    def wait_until_derived(self, *, timeout: float = 120.0, poll_interval: float = 0.5) -> dict[str, Any]:
+        """Wait until the server's derived work is done (health's ``derived_pending`` is 0): every embedding,
+        context window, subject index and summary of what was written so far. Returns the health body."""
+        deadline = time.monotonic() + timeout
+        while True:
+            body = self.health()
+            if body.get("derived_pending") == 0:
+                return body
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"{body.get('derived_pending')} derived items still pending after {timeout:.0f}s "
+                                   f"({body.get('derived_pending_by_kind')}; is the Engram worker running?)")
+            time.sleep(poll_interval)
+
     # --- plumbing -------------------------------------------------------------------------------------
     def _run(self, call: Call[T]) -> T:
         steps = conduct(call, self.retry, self.credentials)

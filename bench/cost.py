@@ -1,0 +1,271 @@
+"""What retrieval and conversation ingest cost, as ratios to baselines measured in the same run on the same host.
+
+    make bench-cost                                        # sizes 600,4000,10000,100000; ingest 1000,10000,100000
+    .venv/bin/python bench/cost.py --sizes 600,4000 --ingest 1000 --busy 2000      # a quick look
+
+Set-up: a fresh database ``engram_bench_cost`` and ``manage.py serve`` on it (what ``make run`` starts).
+Every figure is divided by a baseline taken in this run, so that it means the same on a fast or a slow host:
+
+1. The embedder's own batch rate on the conversation's texts (in this process, batch 64, every core): the
+   baseline of ingest.
+2. Conversation ingest: turns (``"type": "episodic"``, session times in ``source.occurred_at``) into one subject
+   per size through ``POST /api/v1/memories/batch``; *durable* until the last call answered, *end to end* until
+   health's ``derived_pending`` is 0 (embeddings, context windows, subject indexes). End to end ÷ the embedder's
+   own rate, per size.
+3. The in-process floor of one retrieve: the query embedding (``get_embedder().embed_query``, 15 ms idle between
+   calls, a server's pattern) plus an exact numpy top-10 over the subject's stored vectors.
+4. HTTP retrieve p50/p95 per subject size, ÷ that size's floor.
+5. Retrieve p95 on the smallest subject while ``--busy`` turns are imported into another subject ÷ its quiet p95,
+   and deletions of single records (DELETE → job completed and verified) during that import.
+
+Prints one table with the host's cores and load average, and writes JSON to bench/results/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import random
+import statistics
+import threading
+import time
+from typing import Any
+
+from harness import Client, credentials, headers, load_average, pct, start_serve, stop, use_database, write_results
+
+PEOPLE = ["Ana", "Ben", "Chloe", "Dev", "Ella", "Finn", "Gia", "Hugo"]
+TOPICS = ["the garden", "a new job", "the marathon", "piano lessons", "the trip to Porto", "a broken bike",
+          "the book club", "cooking curry", "the dog's vet visit", "moving flats", "a pottery class", "night shifts",
+          "the kids' school", "a birthday party", "learning Spanish", "the football match", "painting the kitchen"]
+SAYINGS = ["I finally started {t} last week", "Did you ever sort out {t}?", "Honestly {t} took most of my weekend",
+           "My sister keeps asking about {t}", "We should talk about {t} over dinner", "I'm nervous about {t}",
+           "Remember when we laughed about {t}?", "Thanks for helping with {t}!", "No news yet on {t}, sadly",
+           "Guess what happened with {t} yesterday"]
+QUESTIONS = ["What did {p} say about {t}?", "When did {p} start {t}?", "Who helped with {t}?",
+             "How does {p} feel about {t}?", "What happened with {t}?"]
+
+
+def turns(rng: random.Random, count: int, prefix: str) -> list[dict[str, Any]]:
+    """A conversation: sessions of 10-40 turns a few minutes apart, a day or more between sessions."""
+    at = dt.datetime(2025, 1, 1, 9, tzinfo=dt.UTC)
+    left, out = 0, []
+    for n in range(count):
+        if left == 0:
+            at += dt.timedelta(days=rng.randint(1, 4))
+            left = rng.randint(10, 40)
+        at += dt.timedelta(minutes=rng.randint(1, 6))
+        left -= 1
+        text = f"{rng.choice(PEOPLE)}: " + rng.choice(SAYINGS).format(t=rng.choice(TOPICS))
+        out.append({"namespace": ["user", "conversation"], "kind": "conversation_turn", "type": "episodic",
+                    "fact": {"field": f"turn_{n}", "value": text}, "text": text,
+                    "source": {"type": "explicit_user_statement", "event_id": f"{prefix}_{n}",
+                               "occurred_at": at.isoformat()}})
+    return out
+
+
+def questions(rng: random.Random, count: int) -> list[str]:
+    return [rng.choice(QUESTIONS).format(p=rng.choice(PEOPLE), t=rng.choice(TOPICS)) + f" ({n})"
+            for n in range(count)]
+
+
+def ingest(port: int, creds: dict[str, Any], subject: str, items: list[dict[str, Any]], clients: int = 2,
+           batch: int = 500) -> dict[str, Any]:
+    calls = [items[i:i + batch] for i in range(0, len(items), batch)]
+    errors: list[str] = []
+
+    def worker(mine: list[list[dict[str, Any]]]) -> None:
+        client = Client(port)
+        for chunk in mine:
+            status, body, _ = client.call("POST", "/api/v1/memories/batch", headers(creds, subject), {"items": chunk})
+            if status != 200:
+                errors.append(f"{status} {str(body)[:200]}")
+
+    threads = [threading.Thread(target=worker, args=(calls[i::clients],)) for i in range(clients)]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return {"started": started, "durable_s": time.perf_counter() - started, "errors": errors}
+
+
+def wait_derived(client: Client, started: float, timeout: float = 7200.0) -> float:
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        _, body, _ = client.call("GET", "/api/v1/health", {})
+        if body.get("derived_pending") == 0:
+            return time.perf_counter() - started
+        time.sleep(0.25)
+    raise RuntimeError(f"derived work still pending after {timeout}s: {body.get('derived_pending_by_kind')}")
+
+
+def retrieve_times(client: Client, creds: dict[str, Any], subject: str, queries: list[str]) -> list[float]:
+    out = []
+    for query in queries:
+        status, body, ms = client.call("POST", "/api/v1/retrieve", headers(creds, subject),
+                                       {"query": query, "limit": 10, "budget_tokens": 4000})
+        assert status == 200, body
+        out.append(ms)
+        time.sleep(0.015)
+    return out
+
+
+def floor_ms(subject: str, queries: list[str]) -> dict[str, float]:
+    """The in-process floor: the query embedding with 15 ms idle between calls, plus an exact numpy top-10 over the
+    subject's stored vectors (what any retrieve must at least do)."""
+    import numpy as np
+
+    from memory.embedder import get_embedder
+    from memory.models import MemoryRecord
+
+    embedder = get_embedder()
+    vectors = np.array([list(v) for v in MemoryRecord.objects.filter(subject__external_id=subject)
+                        .exclude(embedding__isnull=True).values_list("embedding", flat=True)], dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    embed, top = [], []
+    for query in queries:
+        time.sleep(0.015)
+        t0 = time.perf_counter()
+        q = np.asarray(embedder.embed_query(f"{query} [{random.random()}]"), dtype=np.float32)
+        t1 = time.perf_counter()
+        scores = vectors @ q
+        np.argpartition(-scores, min(10, len(scores) - 1))[:10]
+        t2 = time.perf_counter()
+        embed.append((t1 - t0) * 1000)
+        top.append((t2 - t1) * 1000)
+    return {"embed_p50": statistics.median(embed), "topk_p50": statistics.median(top),
+            "floor": statistics.median(embed) + statistics.median(top)}
+
+
+def own_rate(texts: list[str]) -> float:
+    from memory.embedder import get_embedder
+
+    os.environ["ENGRAM_EMBED_THREADS"] = str(os.cpu_count() or 1)  # what the bulk worker gets
+    embedder = get_embedder()
+    embedder.embed(texts[:64])
+    t0 = time.perf_counter()
+    embedder.embed(texts, batch_size=64)
+    return len(texts) / (time.perf_counter() - t0)
+
+
+def delete_one(client: Client, creds: dict[str, Any], subject: str, memory_id: str) -> tuple[float, str]:
+    hdrs = headers(creds, subject)
+    started = time.perf_counter()
+    status, body, _ = client.call("DELETE", f"/api/v1/memories/{memory_id}", hdrs)
+    assert status == 202, body
+    while True:
+        _, job, _ = client.call("GET", f"/api/v1/deletions/{body['deletion_id']}", hdrs)
+        if job.get("status") in ("completed", "failed"):
+            return time.perf_counter() - started, job["status"]
+        time.sleep(0.02)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", default="600,4000,10000,100000", help="records per subject for retrieve")
+    p.add_argument("--ingest", default="1000,10000,100000", help="turns per subject whose ingest rate is reported")
+    p.add_argument("--busy", type=int, default=10_000, help="turns imported into another subject during step 5")
+    p.add_argument("--queries", type=int, default=60)
+    p.add_argument("--deletions", type=int, default=15)
+    p.add_argument("--port", type=int, default=8767)
+    p.add_argument("--database", default="engram_bench_cost")
+    p.add_argument("--seed", type=int, default=5)
+    args = p.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    ingest_sizes = [int(s) for s in args.ingest.split(",") if s]
+    every = sorted(set(sizes) | set(ingest_sizes))
+
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    console.print(f"cores {os.cpu_count()}, load average before: {load_average()}")
+    use_database(args.database)
+    subjects = [f"usr_{n}" for n in every] + ["usr_busy", "usr_deleter"]
+    creds = credentials("cost", subjects)
+    rng = random.Random(args.seed)
+    conversations = {n: turns(rng, n, f"t{n}") for n in every}
+    results: dict[str, Any] = {"cores": os.cpu_count(), "load_average_at_start": load_average(), "sizes": {},
+                               "ingest": {}}
+    server = start_serve(args.port)
+    try:
+        client = Client(args.port)
+        sample = [i["text"] for i in conversations[max(every)][:3000]]
+        results["embedder_rate"] = own_rate(sample)
+        console.print(f"embedder's own batch rate: {results['embedder_rate']:.0f} texts/s")
+        for n in every:
+            console.print(f"ingesting {n:,} turns into one subject ...")
+            run = ingest(args.port, creds, f"usr_{n}", conversations[n])
+            e2e_s = wait_derived(client, run["started"])
+            results["ingest"][n] = {"durable_rate": n / run["durable_s"], "e2e_rate": n / e2e_s,
+                                    "share": n / e2e_s / results["embedder_rate"], "errors": len(run["errors"])}
+        qs = questions(rng, args.queries)
+        for n in sizes:
+            console.print(f"retrieving from the subject of {n:,} ...")
+            retrieve_times(client, creds, f"usr_{n}", qs[:10])  # warm every web process
+            times = retrieve_times(client, creds, f"usr_{n}", qs)
+            fl = floor_ms(f"usr_{n}", qs)
+            results["sizes"][n] = {"p50": pct(times, 0.5), "p95": pct(times, 0.95), **fl,
+                                   "p95_over_floor": pct(times, 0.95) / fl["floor"]}
+        console.print(f"retrieving and deleting while {args.busy:,} turns are imported into another subject ...")
+        victims = []
+        for k in range(args.deletions):
+            status, body, _ = client.call("POST", "/api/v1/memories", headers(creds, "usr_deleter"), {
+                "namespace": ["user", "notes"], "kind": "note", "fact": {"field": f"n{k}", "value": f"note {k}"},
+                "text": f"Keeps a note number {k}", "source": {"type": "explicit_user_statement", "event_id": f"d{k}"}})
+            assert status == 201, body
+            victims.append(body["memory_id"])
+        wait_derived(client, time.perf_counter())
+        small = min(sizes)
+        box: dict[str, Any] = {}
+        importer = threading.Thread(target=lambda: box.update(
+            run=ingest(args.port, creds, "usr_busy", turns(rng, args.busy, "busy"))))
+        importer.start()
+        busy_times: list[float] = []
+        deletions: list[tuple[float, str]] = []
+        while importer.is_alive() or (box.get("run") and not deletions):
+            busy_times += retrieve_times(client, creds, f"usr_{small}", qs[:5])
+            if victims:
+                deletions.append(delete_one(client, creds, "usr_deleter", victims.pop()))
+        while victims and client.call("GET", "/api/v1/health", {})[1].get("derived_pending"):
+            busy_times += retrieve_times(client, creds, f"usr_{small}", qs[:5])
+            deletions.append(delete_one(client, creds, "usr_deleter", victims.pop()))
+        wait_derived(client, box["run"]["started"])
+        seconds = [d[0] for d in deletions]
+        results["under_import"] = {
+            "subject": small, "retrieve_p95": pct(busy_times, 0.95),
+            "ratio_to_quiet": pct(busy_times, 0.95) / results["sizes"][small]["p95"],
+            "deletions": len(deletions), "failed": sum(1 for d in deletions if d[1] != "completed"),
+            "deletion_p50": pct(seconds, 0.5), "deletion_p95": pct(seconds, 0.95)}
+    finally:
+        stop(server)
+
+    table = Table(title=f"Cost as ratios to this run's baselines ({results['cores']} cores, load at start "
+                        f"{results['load_average_at_start']}, at end {load_average()})")
+    table.add_column("measure")
+    table.add_column("figure", justify="right")
+    table.add_column("ratio", justify="right")
+    table.add_row("embedder's own batch rate (baseline of ingest)", f"{results['embedder_rate']:.0f} texts/s", "1")
+    for n in ingest_sizes:
+        r = results["ingest"][n]
+        table.add_row(f"turn ingest end to end, {n:,} turns in one subject (durable {r['durable_rate']:.0f}/s)",
+                      f"{r['e2e_rate']:.0f} turns/s", f"{r['share']:.0%} of own rate")
+    for n in sizes:
+        r = results["sizes"][n]
+        table.add_row(f"in-process floor at {n:,} (embed {r['embed_p50']:.1f} + top-10 {r['topk_p50']:.2f} ms)",
+                      f"{r['floor']:.1f} ms", "1")
+        table.add_row(f"HTTP retrieve p50 / p95 at {n:,} records", f"{r['p50']:.1f} / {r['p95']:.1f} ms",
+                      f"p95 {r['p95_over_floor']:.2f}× floor")
+    u = results["under_import"]
+    table.add_row(f"retrieve p95 at {u['subject']:,} during a {args.busy:,}-turn import",
+                  f"{u['retrieve_p95']:.1f} ms", f"{u['ratio_to_quiet']:.2f}× quiet")
+    table.add_row(f"deletion p50 / p95 during that import ({u['deletions']}, failed {u['failed']})",
+                  f"{u['deletion_p50']:.2f} / {u['deletion_p95']:.2f} s", "")
+    console.print(table)
+    out = write_results("cost", results)
+    console.print(f"written {out.name}")
+
+
+if __name__ == "__main__":
+    main()
