@@ -28,6 +28,16 @@ def pending_records() -> QuerySet[MemoryRecord]:
     return MemoryRecord.objects.filter(embedding__isnull=True, memory_class__embed=True, status="active")
 
 
+def derived_pending_by_kind() -> dict[str, int]:
+    """Derived data the workers have not computed yet, by kind: records waiting for their embedding (what
+    ``GET /api/v1/health`` reports as ``embeddings_pending``) and knowledge chunks waiting for theirs.
+    Counts across every tenant, one query each."""
+    from memory.knowledge.models import Chunk
+
+    return {"embeddings": pending_records().count(),
+            "knowledge_chunks": Chunk.objects.filter(embedding__isnull=True).count()}
+
+
 def pending_ids(*, tenant_id: int | None = None, created_before: dt.datetime | None = None) -> list[str]:
     """Ids of the pending records; with ``created_before``, only those written before then."""
     qs = pending_records()
