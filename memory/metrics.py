@@ -166,7 +166,7 @@ class _ProcessMetrics(Collector):
     """This process's own metrics (the single-process case: runserver, tests)."""
 
     def collect(self) -> Iterator[Any]:
-        return REGISTRY.collect()
+        yield from REGISTRY.collect()
 
 
 def scrape_registry() -> CollectorRegistry:
