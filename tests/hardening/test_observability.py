@@ -13,6 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import memory_body, wait_for
 from tests.hardening.conftest import ROOT
+from tests.operations.test_metrics import FAMILIES
 
 EMBED = "memory.records.tasks.embed_records"
 DELETE = "memory.deletion.tasks.run_deletion"
@@ -69,7 +70,8 @@ def test_metrics_add_up_across_web_and_worker_processes_and_one_id_is_followed_i
             assert value(text, "engram_task_duration_seconds_count", queue="urgent", task=DELETE,
                          result="succeeded") == 1
             assert value(text, "engram_derived_pending", kind="embeddings") == 0
-            assert "# TYPE engram_embedder_degraded gauge" in text
+            assert value(text, "engram_embedder_degraded") == 0
+            assert [name for name, kind in FAMILIES.items() if f"# TYPE {name} {kind}\n" not in text] == []
     finally:
         shutil.rmtree(ROOT / "var" / "metrics" / str(server.port), ignore_errors=True)
 
