@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import signal
 from typing import Any
 
+import psutil
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import memory_body, wait_for
@@ -72,6 +74,16 @@ def test_metrics_add_up_across_web_and_worker_processes_and_one_id_is_followed_i
             assert value(text, "engram_derived_pending", kind="embeddings") == 0
             assert value(text, "engram_embedder_degraded") == 0
             assert [name for name, kind in FAMILIES.items() if f"# TYPE {name} {kind}\n" not in text] == []
+
+        # A web process that dies leaves the live gauges (gunicorn's child_exit); its counts stay in the sums.
+        directory = ROOT / "var" / "metrics" / str(server.port)
+        web = [p for p in psutil.Process(server.process.pid).children(recursive=True)
+               if (directory / f"gauge_livemax_{p.pid}.db").exists() and "gunicorn" in " ".join(p.cmdline())]
+        assert len(web) == 2
+        web[0].send_signal(signal.SIGKILL)
+        wait_for(lambda: not (directory / f"gauge_livemax_{web[0].pid}.db").exists(), timeout=30)
+        assert (directory / f"histogram_{web[0].pid}.db").exists()
+        assert value(scrape(server), "engram_records_written_total", path="statement") == 1
     finally:
         shutil.rmtree(ROOT / "var" / "metrics" / str(server.port), ignore_errors=True)
 

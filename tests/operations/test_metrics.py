@@ -16,6 +16,7 @@ from api.throttling import AgentKeyThrottle, AnonymousThrottle
 from memory.embedder import MiniLMEmbedder
 from memory.embedder_guard import EmbedderUnavailable, GuardedEmbedder
 from memory.queues import BULK, enqueue
+from memory.workqueues import metrics_dir
 from tests.conftest import memory_body
 
 pytestmark = pytest.mark.django_db
@@ -231,3 +232,15 @@ def test_no_label_carries_a_tenant_subject_namespace_or_id(client, make_tenant, 
                                       "limit", "task", "result", "le"}
     # Route labels are URL patterns: no concrete id ever appears in them.
     assert all(not re.search(r"(mem|del|evt|usr)_[0-9A-Za-z]", v) for k, v in labels if k == "route")
+
+
+def test_serve_starts_from_an_empty_metrics_directory(tmp_path, monkeypatch):
+    """Values a previous run left would be added to this run's."""
+    directory = tmp_path / "metrics"
+    directory.mkdir()
+    (directory / "counter_4242.db").write_bytes(b"stale")
+    (directory / "README").write_text("an operator's file")
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(directory))
+
+    assert metrics_dir(8000) == directory
+    assert sorted(p.name for p in directory.iterdir()) == ["README"]
