@@ -74,6 +74,7 @@ class JsonFormatter(logging.Formatter):
             # gunicorn logs its access format with a dict of atoms: the fields, not the formatted line.
             atoms = record.args
             body.update({name: atoms.get(atom, "-") for name, atom in _ACCESS_FIELDS.items()})
+            body["status"] = int(body["status"]) if str(body["status"]).isdigit() else body["status"]
             body["message"] = f"{body['method']} {body['path']} {body['status']}"
         else:
             body["message"] = record.getMessage()

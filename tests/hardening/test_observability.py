@@ -123,7 +123,8 @@ def test_json_logs_carry_the_id_from_the_access_line_to_the_worker(served, make_
     mine = [o for o in objects if o.get("request_id") == "trace-json-1"]
     access = [o for o in mine if o["logger"] == "gunicorn.access"]
     assert [(o["method"], o["path"], o["status"]) for o in access] == [
-        ("DELETE", f"/api/v1/memories/{written['memory_id']}", "202")]
+        ("DELETE", f"/api/v1/memories/{written['memory_id']}", 202)]
     assert [o["message"].split(" ")[2] for o in mine if o["logger"] == "engram.tasks"] == ["started", "succeeded"]
+    assert isinstance(access[0]["duration_ms"], int) and access[0]["remote"] == "127.0.0.1"
     # gunicorn's own lines are JSON objects too.
     assert any(o["logger"] == "gunicorn.error" and "Booting worker" in o["message"] for o in objects)
