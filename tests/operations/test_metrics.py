@@ -13,6 +13,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from api.models import ThrottleCounter
 from api.throttling import AgentKeyThrottle, AnonymousThrottle
+from memory.deletion import registry
+from memory.deletion.services import deletion_run
 from memory.embedder import MiniLMEmbedder
 from memory.embedder_guard import EmbedderUnavailable, GuardedEmbedder
 from memory.queues import BULK, enqueue
@@ -137,6 +139,29 @@ def test_a_deletion_and_its_task_are_counted(client, agent, sync_tasks, django_c
     task = {"queue": "urgent", "task": "memory.deletion.tasks.run_deletion", "result": "succeeded"}
     assert value(after, "engram_task_duration_seconds_count", **task) == value(
         before, "engram_task_duration_seconds_count", **task) + 1
+
+
+def test_a_deletion_that_fails_is_counted_as_failed(client, agent, settings):
+    settings.ENGRAM_DELETION_RETRY_BASE_SECONDS = 0.01
+
+    def unreachable(target: Any) -> None:
+        raise RuntimeError("search cluster unreachable")
+
+    registry.purge_surface("zq_external_index", order=60)(unreachable)
+    try:
+        memory_id = agent.post("/api/v1/memories", memory_body()).json()["memory_id"]
+        job_id = agent.delete(f"/api/v1/memories/{memory_id}").json()["deletion_id"]
+        before = scrape(client)
+
+        assert deletion_run(job_id=job_id) == "failed"
+    finally:
+        registry._surfaces.pop("zq_external_index", None)
+
+    after = scrape(client)
+    assert value(after, "engram_deletion_jobs_total", status="failed") == value(
+        before, "engram_deletion_jobs_total", status="failed") + 1
+    assert value(after, "engram_deletion_duration_seconds_count") == value(
+        before, "engram_deletion_duration_seconds_count")  # only completed deletions are timed
 
 
 def test_a_throttled_request_is_counted(client, agent, monkeypatch):
