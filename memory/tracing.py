@@ -96,12 +96,19 @@ def on_pre_enqueue(sender: Any, task: dict[str, Any], **kwargs: Any) -> None:
         task[TASK_KEY] = request_id
 
 
+def _queue(task: dict[str, Any]) -> str:
+    """The queue a task came from: its own ``cluster``, or (a schedule's task) the worker's."""
+    from django_q.conf import Conf
+
+    return str(task.get("cluster") or Conf.CLUSTER_NAME)
+
+
 def on_pre_execute(sender: Any, func: Any, task: dict[str, Any], **kwargs: Any) -> None:
     """In the worker, before the task runs: its log lines carry the id of the request that queued it."""
     request_id = task.get(TASK_KEY)
     token = _current.set(request_id if valid_request_id(request_id) else None)
     _running[str(task.get("id"))] = (token, time.perf_counter())
-    logger.info("task %s started on %s", task.get("func"), task.get("cluster") or "-")
+    logger.info("task %s started on %s", task.get("func"), _queue(task))
 
 
 def on_post_execute(sender: Any, func: Any, task: dict[str, Any], **kwargs: Any) -> None:
@@ -110,7 +117,7 @@ def on_post_execute(sender: Any, func: Any, task: dict[str, Any], **kwargs: Any)
     token, started = _running.pop(str(task.get("id")), (None, time.perf_counter()))
     seconds = time.perf_counter() - started
     result = "succeeded" if task.get("success") else "failed"
-    metrics.task_finished(queue=str(task.get("cluster") or "-"), func=str(task.get("func")), result=result,
+    metrics.task_finished(queue=_queue(task), func=str(task.get("func")), result=result,
                           seconds=seconds)
     logger.info("task %s %s in %.0f ms", task.get("func"), result, seconds * 1000.0)
     if token is not None:
