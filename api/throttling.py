@@ -24,6 +24,7 @@ from rest_framework.throttling import SimpleRateThrottle
 
 from api.authentication import AgentPrincipal
 from api.models import ThrottleCounter
+from memory import metrics
 
 # One statement: lock the client's row (or create it), roll the windows forward, count this request only if
 # the sliding estimate leaves room for it, and say whether it did. About one request in a thousand also
@@ -51,6 +52,8 @@ RETURNING allowed, count, previous
 
 
 class SlidingWindowThrottle(SimpleRateThrottle):
+    metric_label = ""  # the ``limit`` label of engram_throttled_requests_total
+
     def __init__(self) -> None:
         self.rate = self.get_rate()
         limit, period = self.parse_rate(self.rate)
@@ -81,6 +84,7 @@ class SlidingWindowThrottle(SimpleRateThrottle):
             allowed, count, previous = cursor.fetchone()
         if not allowed:
             self.wait_seconds = self._wait(previous, count, elapsed)
+            metrics.throttled(self.metric_label)
         return bool(allowed)
 
     def _wait(self, previous: int, current: int, elapsed: float) -> float:
@@ -98,6 +102,7 @@ class AgentKeyThrottle(SlidingWindowThrottle):
     """ENGRAM_THROTTLE_KEY_RATE per agent key, whichever process or node serves it."""
 
     scope = "agent_key"
+    metric_label = "agent_key"
 
     def identity(self, request: Request) -> str | None:
         user = request.user
@@ -112,6 +117,7 @@ class AnonymousThrottle(SlidingWindowThrottle):
     keys. Health, the schema and the docs pages are not limited (served from memory, nothing to guess)."""
 
     scope = "anonymous"
+    metric_label = "anonymous"
 
     def identity(self, request: Request) -> str | None:
         if isinstance(request.user, AgentPrincipal):
@@ -120,6 +126,8 @@ class AnonymousThrottle(SlidingWindowThrottle):
 
 
 class FailedKeyThrottle(AnonymousThrottle):
+    metric_label = "failed_key"
+
     def identity(self, request: Request) -> str | None:
         return f"bad-key:{self.get_ident(request)}"
 

@@ -2,7 +2,31 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
+
+from gunicorn.glogging import Logger
+
+# The request id is the response's X-Request-ID header (config/observability.py sets it on every response):
+# the access line of a request and the Django and worker lines it caused carry the same id.
+access_log_format = ('%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s" %(M)sms '
+                     "request_id=%({x-request-id}o)s")
+
+
+class EngramLogger(Logger):
+    """gunicorn's own lines (access and error) as JSON objects when ENGRAM_LOG_FORMAT=json, like Django's."""
+
+    def setup(self, cfg: Any) -> None:
+        super().setup(cfg)
+        if os.environ.get("ENGRAM_LOG_FORMAT", "plain").strip().lower() == "json":
+            from memory.tracing import JsonFormatter
+
+            for log in (self.access_log, self.error_log):
+                for handler in log.handlers:
+                    handler.setFormatter(JsonFormatter())
+
+
+logger_class = EngramLogger
 
 
 def post_worker_init(worker: Any) -> None:
@@ -10,3 +34,11 @@ def post_worker_init(worker: Any) -> None:
     from memory.workqueues import warm_up
 
     warm_up(f"web worker {worker.pid}", 1, queries=True)
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    """A web process ended: its live gauges leave the metrics (its counters and histograms stay summed)."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)

@@ -57,6 +57,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: every later middleware's log lines carry the request id, and every response is timed.
+    "config.observability.RequestTracingMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -333,7 +335,8 @@ if ENGRAM_PRODUCTION:
     if DEBUG:
         raise ImproperlyConfigured("ENGRAM_PRODUCTION and ENGRAM_DEBUG cannot both be on.")
 SECURE_SSL_REDIRECT = env_bool("ENGRAM_SSL_REDIRECT", ENGRAM_PRODUCTION)
-SECURE_REDIRECT_EXEMPT = [r"^api/v1/health$"]
+# Health for load balancers; metrics for a scraper on this host (gunicorn's own plain-HTTP port).
+SECURE_REDIRECT_EXEMPT = [r"^api/v1/health$", r"^metrics$"]
 SECURE_HSTS_SECONDS = env_int("ENGRAM_HSTS_SECONDS", 31_536_000 if ENGRAM_PRODUCTION else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("ENGRAM_HSTS_INCLUDE_SUBDOMAINS", ENGRAM_PRODUCTION)
 # Only a header: a domain is on browsers' preload lists after its owner submits it.
@@ -343,11 +346,27 @@ CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 if env_bool("ENGRAM_BEHIND_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
+# --- Operations: metrics and logs -------------------------------------------------------------
+# GET /metrics answers loopback requests; anyone else must send `Authorization: Bearer <this token>`
+# (unset: loopback only). docs/operations.md lists the metrics.
+ENGRAM_METRICS_TOKEN = env_str("ENGRAM_METRICS_TOKEN", "")
+# "plain" lines, or "json": one JSON object a line (gunicorn's access and error lines too, config/gunicorn.py).
+ENGRAM_LOG_FORMAT = env_str("ENGRAM_LOG_FORMAT", "plain").strip().lower()
+if ENGRAM_LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured(f"ENGRAM_LOG_FORMAT must be plain or json, got {ENGRAM_LOG_FORMAT!r}")
+
+# Every line carries the id of the request it belongs to (or of the request that queued the task a worker
+# runs; "-" for neither): memory/tracing.py.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"request_id": {"()": "memory.tracing.RequestIdFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s request_id=%(request_id)s %(message)s"},
+        "json": {"()": "memory.tracing.JsonFormatter"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": ENGRAM_LOG_FORMAT,
+                             "filters": ["request_id"]}},
     "root": {"handlers": ["console"], "level": env_str("ENGRAM_LOG_LEVEL", "INFO")},
     "loggers": {"pgserver": {"level": "WARNING"}, "django_q": {"level": "WARNING"}},
 }

@@ -20,6 +20,8 @@ from typing import Any
 
 from django.conf import settings
 
+from memory import metrics
+
 logger = logging.getLogger("engram.embedder")
 
 
@@ -55,6 +57,7 @@ class GuardedEmbedder:
             with self._lock:
                 first = self._failed_at is None
                 self._failed_at = time.monotonic()
+            metrics.embedder_degraded(True)
             if first:
                 logger.exception("the embedding model failed; lexical search only for %ss",
                                  settings.ENGRAM_EMBEDDER_RETRY_SECONDS)
@@ -62,6 +65,7 @@ class GuardedEmbedder:
         if self._failed_at is not None:
             with self._lock:
                 self._failed_at = None
+            metrics.embedder_degraded(False)
             logger.warning("the embedding model works again")
         return result
 

@@ -91,6 +91,19 @@ def warm_up(who: str, threads: int, *, batches: bool = False, queries: bool = Fa
         logger.warning("%s could not load the embedding model", who, exc_info=True)
 
 
+def metrics_dir(port: int) -> Path:
+    """The directory every web and worker process ``serve`` starts writes its metrics to (prometheus_client's
+    multiprocess mode; the web process answering ``/metrics`` adds them up). Values left by an earlier run
+    would be added to this run's, so its files are removed first. PROMETHEUS_MULTIPROC_DIR, when set, names
+    it (shared with ``manage.py workers`` on the same host); otherwise it is under var/, one per port."""
+    configured = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    directory = Path(configured) if configured else BASE_DIR / "var" / "metrics" / str(port)
+    directory.mkdir(parents=True, exist_ok=True)
+    for stale in directory.glob("*.db"):
+        stale.unlink(missing_ok=True)
+    return directory
+
+
 @dataclass
 class Child:
     name: str

@@ -200,8 +200,9 @@ def qcluster(transactional_db: Any) -> Any:
 
     from django.db import connection
 
+    # Warnings only: nothing reads the pipe, and a worker blocks once it is full (each task logs two lines).
     env = {**os.environ, "ENGRAM_DB_NAME": connection.settings_dict["NAME"], "ENGRAM_Q_WORKERS": "1",
-           "ENGRAM_WARMUP": "0"}
+           "ENGRAM_WARMUP": "0", "ENGRAM_LOG_LEVEL": "WARNING"}
     root = Path(__file__).resolve().parent.parent
     process = subprocess.Popen([sys.executable, "manage.py", "workers"], cwd=root, env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -26,7 +26,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from memory import locks
+from memory import locks, metrics
 from memory.audit import audit
 from memory.content import decrypt_str, encrypt_str, unseal, unseal_candidate, unseal_text
 from memory.deletion import registry
@@ -386,13 +386,18 @@ def _run(job: DeletionJob) -> str:
                 DeletionJob.objects.filter(pk=job.pk).update(status=DeletionJob.Status.FAILED, reason=reason[:500])
                 audit(actor="system:deletion", action="deletion.failed", object_type="deletion", object_id=job.pk,
                       tenant_id=job.tenant_id, data={"step": name, "attempts": step.attempts})
+            metrics.deletion_finished(status=DeletionJob.Status.FAILED)
             return DeletionJob.Status.FAILED
     get_embedder().clear_query_cache()  # the verification's own queries (the deleted words) go too
+    completed_at = timezone.now()
     with transaction.atomic():
         DeletionJob.objects.filter(pk=job.pk).update(status=DeletionJob.Status.COMPLETED, reason="",
-                                                     markers_sealed="", completed_at=timezone.now())
+                                                     markers_sealed="", completed_at=completed_at)
         audit(actor="system:deletion", action="deletion.completed", object_type="deletion", object_id=job.pk,
               tenant_id=job.tenant_id, data={"steps": [n for n, _ in actions]})
+    # From the request to the verified end: what a person asking for the deletion waits (retries included).
+    metrics.deletion_finished(status=DeletionJob.Status.COMPLETED, requested_at=job.created_at,
+                              finished_at=completed_at)
     return DeletionJob.Status.COMPLETED
 
 

@@ -39,7 +39,7 @@ from django.db.models.expressions import RawSQL
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from memory import locks
+from memory import locks, metrics
 from memory.content import seal, seal_text
 from memory.embedder import get_embedder
 from memory.errors import Conflict as ConflictError
@@ -513,6 +513,9 @@ def _store(scope: Scope, fresh: list[_Pending], *, vectors: Future[list[list[flo
                    object_type="memory", object_id=record.pk, data=p.audit)
         for p, record in zip(fresh, records, strict=True)
     ])
+    # Counted once the records are durable: a write rolled back (a correction outranked) was never written.
+    actions = [p.write.action for p in fresh]
+    transaction.on_commit(lambda: metrics.records_written(actions))
     embed_ids = [r.pk for r, _ in to_embed if r.embedding is None]
     if embed_ids:
         # One task for the whole call: the embedder runs it as batched model calls.

@@ -15,6 +15,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from memory import metrics
 from memory.content import unseal_parts
 from memory.embedder import get_embedder
 from memory.embedder_guard import EmbedderUnavailable
@@ -186,12 +187,14 @@ def memory_retrieve(*, scope: Scope, request: RetrieveRequest) -> RetrieveResult
         fn = provider(name)
         if name != MEMORY and fn is not None:
             items.extend(_provider_item(i) for i in fn(scope, query))
+    timings["sources"] = round(_ms(started) - timings["embed"] - timings["memory"], 3)
     now = timezone.now()
     for item in items:
         score(item, now)
     items.sort(key=lambda i: (-i.score, i.item_id))
     packets, used = _select(items, request, embedder, dropped)
     timings["total"] = _ms(started)
+    timings["budget"] = round(timings["total"] - timings["embed"] - timings["memory"] - timings["sources"], 3)
     retention += [i.extra["retention"] for i in items if i.extra.get("retention")]
     budget = {"limit": request.budget_tokens, "used": used}
     log_id = retrieval_log_record(
@@ -199,6 +202,9 @@ def memory_retrieve(*, scope: Scope, request: RetrieveRequest) -> RetrieveResult
         candidates=log + [_log_entry(i) for i in items], budget=budget, dropped=dropped, timings=timings,
         retention=dt.timedelta(seconds=min(retention)) if retention else None,
     )
+    # The log's own write is timed for the metrics only: the log row cannot hold its own duration.
+    metrics.retrieve_stages({stage: timings[stage] for stage in ("embed", "memory", "sources", "budget")}
+                            | {"log": _ms(started) - timings["total"]})
     degraded = ["semantic_unavailable"] if "semantic_unavailable" in dropped else []
     return RetrieveResult(retrieval_id=log_id, packets=packets, budget=budget, dropped=dropped, degraded=degraded)
 

@@ -53,7 +53,8 @@ def api_routes() -> list[Route]:
 
 
 def ui_routes() -> list[Route]:
-    return [r for r in routes("") if not r.pattern.startswith(("api/", "admin/", "accounts/"))]
+    # /metrics is for a scraper, not a person: its access rules are tested in tests/operations/test_metrics.py.
+    return [r for r in routes("") if not r.pattern.startswith(("api/", "admin/", "accounts/", "metrics"))]
 
 
 def call(client: Any, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None,

@@ -8,8 +8,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from memory.metrics import MULTIPROC_ENV
 from memory.queues import QUEUES
-from memory.workqueues import Child, Supervisor, malloc_env, thread_env, worker_children
+from memory.workqueues import Child, Supervisor, malloc_env, metrics_dir, thread_env, worker_children
 
 
 class Command(BaseCommand):
@@ -26,6 +27,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         bind = f"{options['host']}:{options['port']}"
+        os.environ[MULTIPROC_ENV] = str(metrics_dir(options["port"]))
         web = Child(name="web", argv=[
             sys.executable, "-m", "gunicorn", "config.wsgi:application", "-c", "python:config.gunicorn", "--bind", bind,
             "--workers", str(options["workers"]), "--threads", str(options["threads"]), "--timeout", "120",

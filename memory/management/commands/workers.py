@@ -6,11 +6,14 @@ its own; every queue needs at least one worker somewhere.
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from memory.metrics import MULTIPROC_ENV
 from memory.queues import QUEUES
 from memory.workqueues import Supervisor, worker_children
 
@@ -27,5 +30,8 @@ class Command(BaseCommand):
         if unknown or not queues:
             self.stderr.write(f"give one or more of: {', '.join(QUEUES)}")
             sys.exit(2)
+        if os.environ.get(MULTIPROC_ENV):
+            # Metrics go where the web server of this host (``serve``, started first) reads them.
+            Path(os.environ[MULTIPROC_ENV]).mkdir(parents=True, exist_ok=True)
         self.stdout.write(f"workers for {', '.join(queues)}. Ctrl-C stops them.")
         Supervisor(worker_children(queues)).run()
