@@ -138,3 +138,23 @@ def test_windows_derived_batch_by_batch_in_any_order_equal_the_whole_streams(age
 
     expected = _expected_windows([(written[n], times[n]) for n in range(60)])
     assert {c.record_id: c.neighbours for c in RecordContext.objects.all()} == expected
+
+
+def test_with_mean_vectors_a_window_is_the_mean_of_its_turns_and_still_finds_the_answer(
+        agent, settings, sync_tasks, django_capture_on_commit_callbacks):
+    import numpy as np
+
+    from memory.models import MemoryRecord
+
+    settings.ENGRAM_CONTEXT_VECTOR = "mean"
+    items = [_turn(200 + n, at, text) for n, (at, text) in enumerate(CONVERSATION)]
+    with django_capture_on_commit_callbacks(execute=True):
+        response = agent.post("/api/v1/memories/batch", {"items": items})
+    ids = [r["record"]["memory_id"] for r in response.json()["results"]]
+
+    vectors = {r.pk: np.array(r.embedding) for r in MemoryRecord.objects.filter(pk__in=ids)}
+    for window in RecordContext.objects.all():
+        expected = np.mean([vectors[i] for i in window.neighbours], axis=0)
+        assert np.allclose(np.array(window.embedding), expected, atol=1e-5)
+    packets = retrieve(agent, "How often does Sam go swimming?", limit=3)["packets"]
+    assert ids[1] in [p["memory_id"] for p in packets]
