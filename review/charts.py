@@ -118,7 +118,7 @@ def columns(chart: Chart) -> SafeString:
     ]
     for i, label in enumerate(chart.labels):
         x = LEFT + i * slot + slot * 0.15
-        base = TOP + plot_h
+        base: float = TOP + plot_h
         for s in chart.series:
             value = s.values[i]
             if not value:
