@@ -66,6 +66,7 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     "invalid_include": (400, "`include` names an unknown source."),
     "invalid_namespace": (400, "A namespace grant is not a valid namespace."),
     "invalid_ttl": (400, "`ttl` is outside 1 .. the server's maximum token lifetime."),
+    "invalid_display_name": (400, "`display_name` is longer than 200 characters or holds control characters."),
     "invalid_idempotency_key": (400, "The Idempotency-Key header is empty or longer than 200 characters."),
     "invalid_workflow_id": (400, "The workflow id is longer than 128 characters."),
     "invalid_precondition": (400, 'If-Match is not one version ETag such as `"3"`, or If-None-Match is not `*`.'),

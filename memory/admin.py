@@ -46,10 +46,11 @@ class TenantAdmin(admin.ModelAdmin):
 
 @admin.register(Subject)
 class SubjectAdmin(admin.ModelAdmin):
-    list_display = ["external_id", "kind", "tenant", "created_at"]
+    list_display = ["external_id", "display_name", "kind", "tenant", "created_at"]
     list_filter = ["kind", "tenant"]
     list_select_related = ["tenant"]
-    search_fields = ["external_id"]
+    search_fields = ["external_id", "display_name"]
+    fields = ["tenant", "external_id", "display_name", "kind", "users", "created_at"]
     readonly_fields = ["tenant", "external_id", "created_at"]
     filter_horizontal = ["users"]
 

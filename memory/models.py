@@ -45,6 +45,9 @@ class Subject(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="subjects")
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.USER)
     external_id = models.CharField(max_length=128)
+    # What pages call the subject ("Alice Martin"); set by the tenant's backend when it mints a principal
+    # token, or in the admin. Empty: the linked person's name, else the external id.
+    display_name = models.CharField(max_length=200, blank=True, default="")
     # People who may see this subject's memories in the browser (/me/).
     users = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="subjects", blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -56,6 +59,18 @@ class Subject(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tenant_id}:{self.external_id}"
+
+    @property
+    def name(self) -> str:
+        """The name pages show: the display name, else a linked person's full name or login, else the id.
+
+        Reads ``users`` through ``prefetch_related("users")`` when the caller prefetched it (lists do)."""
+        if self.display_name:
+            return self.display_name
+        for user in sorted(self.users.all(), key=lambda u: u.pk):
+            full = user.get_full_name().strip() if hasattr(user, "get_full_name") else ""
+            return full or user.get_username()
+        return self.external_id
 
 
 class AgentKey(models.Model):

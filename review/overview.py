@@ -10,15 +10,18 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, Max, Min
+from django.db.models import Avg, Count, DurationField, ExpressionWrapper, F, Max, Min
 from django.db.models.functions import TruncHour
+from django.urls import reverse
 from django.utils import timezone
 
 from memory.deletion.models import DeletionJob
 from memory.models import AuditEntry, Candidate, Conflict, MemoryRecord, RecordStatus
+from memory.queues import QUEUES
 from memory.refusals import ACTION as REFUSED
 from memory.refusals import CODES as REFUSAL_CODES
 from memory.retrieval.models import RetrievalLog
+from review.charts import PALETTE, Chart, Series
 
 RECENT = timedelta(hours=24)
 
@@ -169,3 +172,96 @@ def refusals(tenant_ids: list[int], *, code: str = "", limit: int = 200) -> list
     if code in REFUSAL_CODES:
         rows = rows.filter(object_id=code)
     return list(rows.order_by("-created_at", "-pk")[:limit])
+
+
+# --- charts of the last 24 hours (one query each, drawn by review/charts.py) ------------------------
+
+
+def _hours(now: datetime) -> list[datetime]:
+    """The 24 hour slots ending with the current one, oldest first."""
+    current = now.replace(minute=0, second=0, microsecond=0)
+    return [current - timedelta(hours=23 - i) for i in range(24)]
+
+
+def _hour_label(hour: datetime) -> str:
+    return f"{timezone.localtime(hour):%H}:00"
+
+
+def retrievals_chart(tenant_ids: list[int], *, now: datetime) -> Chart:
+    hours = _hours(now)
+    found = dict(RetrievalLog.objects.filter(tenant_id__in=tenant_ids, created_at__gte=hours[0])
+                 .annotate(hour=TruncHour("created_at")).values_list("hour").annotate(n=Count("pk"))
+                 .values_list("hour", "n").order_by())
+    return Chart(id="chart-retrievals", title="Retrievals per hour, last 24 hours", unit="retrievals",
+                 labels=[_hour_label(h) for h in hours],
+                 series=[Series("Retrievals", [found.get(h, 0) for h in hours])],
+                 href=reverse("overview-retrievals"), link_text="Retrievals by hour and tenant")
+
+
+def refusals_chart(tenant_ids: list[int], *, now: datetime) -> Chart:
+    hours = _hours(now)
+    found: dict[tuple[datetime, str], int] = {}
+    for hour, code, n in (AuditEntry.objects.filter(tenant_id__in=tenant_ids, action=REFUSED, created_at__gte=hours[0])
+                          .annotate(hour=TruncHour("created_at")).values_list("hour", "object_id")
+                          .annotate(n=Count("pk")).values_list("hour", "object_id", "n").order_by()):
+        found[(hour, code)] = n
+    codes = list(REFUSAL_CODES) + sorted({code for _, code in found} - set(REFUSAL_CODES))
+    series = [Series(code, [found.get((h, code), 0) for h in hours], PALETTE[i % len(PALETTE)])
+              for i, code in enumerate(codes)]
+    return Chart(id="chart-refusals", title="Refusals per hour by reason, last 24 hours", unit="refusals",
+                 labels=[_hour_label(h) for h in hours], series=series,
+                 href=reverse("overview-refusals"), link_text="Every refusal, with its code and route")
+
+
+def waiting_chart(figures: dict[int, TenantFigures], *, queued: dict[str, int]) -> Chart:
+    """Work waiting now: for people (review, conflicts) and for the worker (deletions, embeddings, each task
+    queue). Snapshot, not history: nothing records past queue depths."""
+    f = list(figures.values())
+    people = [("Candidates to review", sum(t.pending_review.n for t in f)),
+              ("Open conflicts", sum(t.open_conflicts.n for t in f)),
+              ("Deletions waiting", sum((t.deletions.get("pending") or Figure()).n for t in f)),
+              ("Embeddings pending", sum(t.embeddings_pending.n for t in f))]
+    tasks = [(f"Tasks in queue {q}", queued.get(q, 0)) for q in QUEUES]
+    rows = people + tasks
+    return Chart(id="chart-waiting", title="Work waiting now, by queue", unit="items waiting",
+                 labels=[r[0] for r in rows], series=[Series("Waiting", [r[1] for r in rows], PALETTE[2])],
+                 href=reverse("overview-worker"), link_text="The worker and its queues", horizontal=True,
+                 notes=["Task queues are shared by every tenant; the other figures are your tenants'."])
+
+
+def queued_by_queue() -> dict[str, int]:
+    from django_q.models import OrmQ
+
+    return dict(OrmQ.objects.values_list("key").annotate(n=Count("pk")).values_list("key", "n").order_by())
+
+
+def deletion_durations_chart(tenant_ids: list[int], *, now: datetime) -> Chart:
+    """Per hour of completion: the longest deletion job (request to completion), in seconds; the table adds
+    the number of jobs and their average."""
+    hours = _hours(now)
+    duration = ExpressionWrapper(F("completed_at") - F("created_at"), output_field=DurationField())
+    rows = {r["hour"]: r for r in (
+        DeletionJob.objects.filter(tenant_id__in=tenant_ids, status=DeletionJob.Status.COMPLETED,
+                                   completed_at__gte=hours[0])
+        .annotate(hour=TruncHour("completed_at")).values("hour")
+        .annotate(n=Count("pk"), longest=Max(duration), average=Avg(duration)).order_by())}
+
+    def seconds(hour: datetime, key: str) -> float:
+        value = rows.get(hour, {}).get(key)
+        return round(value.total_seconds(), 1) if value is not None else 0
+
+    return Chart(id="chart-deletions", title="Longest deletion job per hour, last 24 hours (seconds)",
+                 unit="seconds", labels=[_hour_label(h) for h in hours],
+                 series=[Series("Longest (s)", [seconds(h, "longest") for h in hours], PALETTE[1])],
+                 href=f"{reverse('overview-deletions')}?status=completed", link_text="Completed deletion jobs",
+                 notes=[f"{sum(r['n'] for r in rows.values())} job(s) completed in the last 24 hours."],
+                 table_series=[Series("Jobs", [rows.get(h, {}).get("n", 0) for h in hours]),
+                               Series("Average (s)", [seconds(h, "average") for h in hours])])
+
+
+def overview_charts(tenant_ids: list[int], figures: dict[int, TenantFigures], *,
+                    now: datetime | None = None) -> list[Chart]:
+    """The overview's four charts: four queries beside the figures (which the waiting chart reuses)."""
+    now = now or timezone.now()
+    return [retrievals_chart(tenant_ids, now=now), refusals_chart(tenant_ids, now=now),
+            waiting_chart(figures, queued=queued_by_queue()), deletion_durations_chart(tenant_ids, now=now)]

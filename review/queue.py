@@ -38,7 +38,7 @@ class QueueItem:
     type: str  # "candidate" or "conflict"
     id: str
     tenant: Tenant
-    subject: str
+    subject: str  # the subject's external id, shown small beside its name
     namespace: str
     kind: str
     field: str
@@ -52,6 +52,7 @@ class QueueItem:
     current: list[Shown] = dataclasses.field(default_factory=list)  # the active record(s) it would affect
     proposed_record: Shown | None = None  # conflicts: the newest record
     snapshot_changed: bool = False
+    subject_name: str = ""  # what people call the subject (Subject.name)
 
     @property
     def key(self) -> str:
@@ -90,6 +91,7 @@ def candidate_item(candidate: Candidate, heads: dict[tuple, MemoryRecord] | None
     value = fact.get("value") if isinstance(fact, dict) else None
     return QueueItem(
         type="candidate", id=candidate.pk, tenant=candidate.tenant, subject=candidate.subject.external_id,
+        subject_name=candidate.subject.name,
         namespace=candidate.namespace, kind=candidate.kind, field=candidate.field, created_at=candidate.created_at,
         masked=masked, status=candidate.status, proposed_value=MASK if masked else value,
         proposed_text=MASK if masked else text,
@@ -121,6 +123,7 @@ def conflict_item(conflict: Conflict) -> QueueItem:
     proposed = records[-1] if records else None
     return QueueItem(
         type="conflict", id=str(conflict.pk), tenant=conflict.tenant, subject=conflict.subject.external_id,
+        subject_name=conflict.subject.name,
         namespace=conflict.namespace, kind=proposed.kind if proposed else "", field=conflict.field,
         created_at=conflict.created_at, masked=masked, status=conflict.status,
         reasons=[{"code": "conflict", "detail": "two records of the same authority disagree; policy cannot decide"}],
@@ -141,7 +144,8 @@ def queue_items(*, user: User, namespace: str | None = None, kind: str | None = 
                                namespace=namespace, age=age, tenant=tenant)
         if kind:
             candidates = candidates.filter(kind=kind)
-        rows = list(candidates.select_related("tenant", "subject", "memory_class").order_by("created_at")[:PAGE])
+        rows = list(candidates.select_related("tenant", "subject", "memory_class").prefetch_related("subject__users")
+                    .order_by("created_at")[:PAGE])
         heads = _live_heads(rows)
         items += [candidate_item(c, heads) for c in rows]
     if item_type in (None, "", "conflict"):
@@ -150,7 +154,8 @@ def queue_items(*, user: User, namespace: str | None = None, kind: str | None = 
         if kind:
             conflicts = conflicts.filter(records__kind=kind).distinct()
         rows_c = (conflicts.select_related("tenant", "subject")
-                  .prefetch_related("records__memory_class", "records__source_event").order_by("created_at")[:PAGE])
+                  .prefetch_related("records__memory_class", "records__source_event", "subject__users")
+                  .order_by("created_at")[:PAGE])
         items += [conflict_item(c) for c in rows_c]
     return sorted(items, key=lambda i: i.created_at)
 

@@ -44,7 +44,8 @@ def overview_home(request: HttpRequest) -> HttpResponse:
              "oldest_pending_deletion": (figures[t.pk].deletions.get("pending") or overview.Figure()).oldest}
             for t in tenants]
     return render(request, "review/overview/index.html", {
-        "rows": rows, "worker": overview.worker_health(), "refusal_codes": REFUSAL_CODES,
+        "rows": rows, "worker": overview.worker_health(),
+        "charts": overview.overview_charts([t.pk for t in tenants], figures), "refusal_codes": REFUSAL_CODES,
         "deletion_statuses": DeletionJob.Status.values, "all_tenants": all_tenants,
         "tenant": request.GET.get("tenant", ""),
     })

@@ -43,7 +43,7 @@ def retrievals(request: HttpRequest) -> HttpResponse:
                                          tenant__reviewers=request.user.pk).select_related("tenant").first()
         if subject is None:
             raise Http404("No such subject in your tenants.")
-    subjects = (logs.values("subject_id", "subject__external_id", "tenant__slug")
+    subjects = (logs.values("subject_id", "subject__external_id", "subject__display_name", "tenant__slug")
                 .annotate(last=Max("created_at"), count=Count("id")).order_by("-last")[:RECENT])
     rows = []
     if subject is not None:

@@ -20,6 +20,7 @@ from memory.retrieval.derived import derived_pending_by_kind
 class PrincipalTokenOut(serializers.Serializer):
     token = serializers.CharField(help_text="Send as `X-Engram-Principal` with the agent key.")
     subject_id = serializers.CharField()
+    display_name = serializers.CharField(help_text="What people's pages call the subject (\"\": unnamed).")
     expires_at = serializers.IntegerField(help_text="Unix time, in seconds.")
     namespaces = serializers.ListField(child=serializers.CharField(), allow_null=True,
                                        help_text="The granted namespaces as paths (`user/travel_preferences`); "
@@ -38,13 +39,17 @@ class PrincipalTokenCreateApi(APIView):
         namespaces = serializers.ListField(child=NamespaceField(), required=False, allow_empty=False,
                                            help_text="Narrow the token to these namespaces; never wider than the "
                                                      "agent key.")
+        display_name = serializers.CharField(max_length=200, required=False, allow_blank=True, trim_whitespace=True,
+                                             help_text="The subject's name as people's pages show it (\"Alice "
+                                                       "Martin\"); \"\" clears it. Omitted: unchanged.")
 
     @extend_schema(
         operation_id="principal_token_mint", tags=[Tags.IDENTITY], summary="Mint a principal token",
         description="For the tenant's trusted backend: a signed, expiring token naming the subject an agent acts "
                     "for. Needs the `mint` scope; no principal token is needed to call it.",
         request=InputSerializer,
-        responses={201: PrincipalTokenOut, **errors(*BODY, *AGENT, "invalid_ttl", "namespace_forbidden")},
+        responses={201: PrincipalTokenOut, **errors(*BODY, *AGENT, "invalid_ttl", "namespace_forbidden",
+                                                    "invalid_display_name")},
         examples=[OpenApiExample("For a user, narrowed", request_only=True, value={
             "subject_id": "usr_42", "ttl": 900, "namespaces": [["user", "travel_preferences"]]})])
     def post(self, request: Request) -> Response:
@@ -55,8 +60,10 @@ class PrincipalTokenCreateApi(APIView):
         token, subject, expires_at = principal_token_mint(
             tenant=principal.key.tenant, subject_external_id=data["subject_id"], ttl=data.get("ttl"),
             namespaces=data.get("namespaces"), actor=principal.actor, minted_by=principal.key,
+            display_name=data.get("display_name"),
         )
-        return Response({"token": token, "subject_id": subject.external_id, "expires_at": expires_at,
+        return Response({"token": token, "subject_id": subject.external_id, "display_name": subject.display_name,
+                         "expires_at": expires_at,
                          "namespaces": principal_token_verify(token).namespaces}, status=status.HTTP_201_CREATED)
 
 

@@ -117,7 +117,11 @@ def subject_export(*, scope: Scope) -> dict[str, Any]:
               _events(scope, records, _candidates(scope)).order_by("created_at")
               .values("id", "external_id", "source_type", "text", "occurred_at", "created_at")]
     body: dict[str, Any] = {
-        "subject_id": scope.subject_external_id, "exported_at": timezone.now(),
+        "subject_id": scope.subject_external_id,
+        # The name pages call the subject by is personal data too ("" when none was set).
+        "display_name": Subject.objects.filter(pk=scope.subject_id).values_list("display_name", flat=True).first()
+        or "",
+        "exported_at": timezone.now(),
         "records": out_records, "candidates": candidates, "events": events,
     }
     for model in _subject_models():

@@ -58,6 +58,28 @@ def subject_get_or_create(*, tenant: Tenant, external_id: str, kind: str = Subje
     return subject
 
 
+MAX_DISPLAY_NAME = 200
+
+
+def subject_display_name_set(*, subject: Subject, display_name: str, actor: str = "system") -> Subject:
+    """Name the subject for people's pages ("" goes back to the linked person's name). Audited; a name that
+    looks like a secret is refused, as for any identifier that is stored and shown."""
+    name = " ".join(display_name.split())  # no newlines or runs of spaces in a name shown on one line
+    if len(name) > MAX_DISPLAY_NAME or any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise InvalidInput(f"A display name is at most {MAX_DISPLAY_NAME} printable characters.",
+                           code="invalid_display_name")
+    if name == subject.display_name:
+        return subject
+    if name:
+        refuse_secret_identifier("display_name", name)
+    Subject.objects.filter(pk=subject.pk).update(display_name=name)
+    subject.display_name = name
+    # The name itself is personal data: the audit row says it changed, not what it is.
+    audit(actor=actor, action="subject.display_name", object_type="subject", object_id=str(subject.pk),
+          tenant_id=subject.tenant_id, subject_id=subject.pk, data={"set": bool(name)})
+    return subject
+
+
 def _validate_permissions(permissions: list[str]) -> list[str]:
     unknown = sorted(set(permissions) - set(ALL_PERMISSIONS))
     if unknown:
@@ -178,14 +200,16 @@ def refuse_secret_identifier(name: str, value: str) -> None:
 
 def principal_token_mint(*, tenant: Tenant, subject_external_id: str, ttl: int | None = None,
                          namespaces: list[str] | None = None, actor: str = "system",
-                         minted_by: AgentKey | None = None) -> tuple[str, Subject, int]:
+                         minted_by: AgentKey | None = None,
+                         display_name: str | None = None) -> tuple[str, Subject, int]:
     """Sign a token naming tenant + subject (+ namespace grants). Creates a user subject if none exists.
 
     ``minted_by`` is the agent key asking (None for an operator's command): it needs the mint scope,
     and the token is never wider than the key. A restricted key mints tokens restricted to its own
     prefixes by default, and asking for a namespace outside them is 403 ``namespace_forbidden``
     (the token would otherwise widen any other key of the tenant it is sent with). A token minted by a key
-    carries the key's id and is accepted only while that key is active: revoking a key ends its tokens too."""
+    carries the key's id and is accepted only while that key is active: revoking a key ends its tokens too.
+    ``display_name`` (the backend knows its user's name) names the subject on people's pages."""
     if minted_by is not None:
         require_permission(minted_by.permissions, MINT)
     refuse_secret_identifier("subject_id", subject_external_id)
@@ -198,6 +222,8 @@ def principal_token_mint(*, tenant: Tenant, subject_external_id: str, ttl: int |
     if minted_by is not None and minted_by.namespaces is not None:
         grants = _within_key(grants, minted_by.namespaces)
     subject = subject_get_or_create(tenant=tenant, external_id=subject_external_id)
+    if display_name is not None:
+        subject = subject_display_name_set(subject=subject, display_name=display_name, actor=actor)
     expires_at = int(time.time()) + ttl
     payload: dict[str, Any] = {"t": tenant.pk, "s": subject.external_id, "exp": expires_at}
     if minted_by is not None:

@@ -1,12 +1,17 @@
-"""Template tags shared by every page: ``{% status_badge code %}`` and ``{% provenance_text p %}``."""
+"""Template tags shared by every page: ``{% status_badge code %}``, ``{% provenance_text p %}``, and the
+filters every page shows a memory's value with: ``{{ value|show_value }}`` (HTML for people),
+``{{ value|value_text }}`` (one line, for attributes) and ``{{ key|label }}`` (``order_id`` → "Order id")."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from django import template
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
+from review import values
 from review.words import SOURCE_WORDS, Provenance, status_word
 
 register = template.Library()
@@ -44,3 +49,20 @@ def get_item(mapping: dict, key: str) -> object:
 def source_word(code: str) -> str:
     """A record's source type in words ("You said it", "The assistant guessed it", ...)."""
     return SOURCE_WORDS.get(code, str(code).replace("_", " "))
+
+
+@register.filter
+def show_value(value: Any) -> SafeString:
+    """A fact's value for people: fields with labels, lists as lists, long text behind "Show all"."""
+    return values.value_html(value)
+
+
+@register.filter
+def value_text(value: Any) -> str:
+    """The value as one line of plain text (autoescaped by the template like any string)."""
+    return values.value_text(value)
+
+
+@register.filter
+def label(key: Any) -> str:
+    return values.label(key)

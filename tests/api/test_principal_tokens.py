@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from memory.models import Subject
+from memory.models import AuditEntry, Subject
 
 pytestmark = pytest.mark.django_db
 
@@ -71,3 +71,41 @@ def test_it_refuses_a_missing_subject(minter):
 
     assert response.status_code == 400
     assert "subject_id" in response.json()["detail"]
+
+
+def test_it_names_the_subject_for_people_with_a_display_name(minter, tenant):
+    response = minter.post(URL, {"subject_id": "usr_named", "display_name": "  Alice   Martin "})
+
+    assert response.status_code == 201 and response.json()["display_name"] == "Alice Martin"
+    subject = Subject.objects.get(tenant=tenant, external_id="usr_named")
+    assert subject.display_name == "Alice Martin" and subject.name == "Alice Martin"
+    entry = AuditEntry.objects.get(action="subject.display_name", object_id=str(subject.pk))
+    assert entry.data == {"set": True}  # the name is personal data: the audit row does not copy it
+
+
+def test_it_keeps_the_display_name_when_none_is_sent_and_clears_it_with_an_empty_one(minter, tenant):
+    minter.post(URL, {"subject_id": "usr_named", "display_name": "Alice Martin"})
+    assert minter.post(URL, {"subject_id": "usr_named"}).json()["display_name"] == "Alice Martin"
+
+    assert minter.post(URL, {"subject_id": "usr_named", "display_name": ""}).json()["display_name"] == ""
+    assert Subject.objects.get(tenant=tenant, external_id="usr_named").name == "usr_named"
+
+
+def test_it_refuses_a_display_name_with_control_characters_or_too_long(minter, tenant):
+    bad = minter.post(URL, {"subject_id": "usr_named", "display_name": "Alice\x07"})
+    long = minter.post(URL, {"subject_id": "usr_named", "display_name": "A" * 201})
+
+    assert bad.status_code == 400 and bad.json()["code"] == "invalid_display_name"
+    assert long.status_code == 400
+    assert not Subject.objects.filter(tenant=tenant, external_id="usr_named").exclude(display_name="").exists()
+
+
+def test_a_subject_without_a_display_name_is_called_by_its_linked_persons_name(tenant):
+    from memory.identity.services import user_create
+
+    person = user_create(tenant=tenant, username="alice", password="pw", subject_external_id="usr_alice")
+    subject = Subject.objects.get(external_id="usr_alice")
+    assert subject.name == "alice"
+    person.first_name, person.last_name = "Alice", "Martin"
+    person.save()
+    assert Subject.objects.get(external_id="usr_alice").name == "Alice Martin"

@@ -282,6 +282,8 @@ def test_credentials_a_given_token_a_minted_one_and_refusals(server: Any) -> Non
         assert minting.credentials.issued_at != first_mint and minting.credentials.expires_at is not None
         other = minting.mint_token("usr_other", ttl=60)
         assert other.subject_id == "usr_other" and other.token.startswith("ept_")
+        named = minting.mint_token("usr_other", ttl=60, display_name="Otto Other")
+        assert named.display_name == "Otto Other"
     with pytest.raises(AuthenticationFailed) as bad_key:
         Engram(server.url, api_key="egk_wrong", principal_token=token).list()
     assert bad_key.value.code == "invalid_key"

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from memory.models import AuditEntry, MemoryRecord
+from memory.identity.services import subject_display_name_set
+from memory.models import AuditEntry, MemoryRecord, Subject
 from memory.threads.models import Summary
 from tests.conftest import memory_body
 
@@ -94,13 +95,14 @@ def test_export_holds_records_with_provenance_candidates_events_and_thread_state
     agent.post(f"/api/v1/threads/{thread_id}/events", {"kind": "message", "role": "user", "text": "hello"})
     agent.put("/api/v1/workflows/wf/checkpoint", {"current_step": "one"}, headers={"If-None-Match": "*"})
     outsider.post("/api/v1/memories", memory_body(text="Outsider only"))
+    subject_display_name_set(subject=Subject.objects.get(external_id="usr_owner"), display_name="Olive Owner")
 
     response = agent.get("/api/v1/export")
 
     assert response.status_code == 200 and response["Content-Type"] == "application/json"
     assert "attachment" in response["Content-Disposition"]
     body = json.loads(response.content)
-    assert body["subject_id"] == "usr_owner"
+    assert body["subject_id"] == "usr_owner" and body["display_name"] == "Olive Owner"
     record = body["records"][0]
     assert record["text"] == "Prefers aisle seats"
     assert record["provenance"]["text"] == "I always take the aisle seat."

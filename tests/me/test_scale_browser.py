@@ -19,7 +19,7 @@ from tests.me.helpers import item, subject_of, write_many
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 N = 2000
-SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "me.png"
+SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "me-search.png"
 
 
 def guess(agent, field: str, value: str, text: str, said: str) -> MemoryRecord:

@@ -123,3 +123,35 @@ def test_seed_demo_is_idempotent(tmp_path):
 
     assert (Tenant.objects.count(), MemoryRecord.objects.count(), get_user_model().objects.count()) == counts
     assert MemoryRecord.objects.filter(subject__external_id="usr_alice", status="active").count() >= 4
+
+
+def test_seed_demo_leaves_every_flow_something_to_show_once(tmp_path):
+    from memory.deletion.models import DeletionJob
+    from memory.models import Candidate, Conflict
+    from memory.retrieval.models import RetrievalLog
+    from procedures.models import ChangeProposal
+
+    def state():
+        return {
+            "review": Candidate.objects.filter(status="review").count(),
+            "served_guesses": Candidate.objects.filter(status="retrievable").count(),
+            "conflicts": Conflict.objects.filter(status="open").count(),
+            "proposals": ChangeProposal.objects.filter(status="pending").count(),
+            "deletions": list(DeletionJob.objects.values_list("status", flat=True)),
+            "retrievals": RetrievalLog.objects.count(),
+            "records": MemoryRecord.objects.count(),
+        }
+
+    run("seed_demo", "--key-file", str(tmp_path / "key"))
+    first = state()
+    run("seed_demo", "--key-file", str(tmp_path / "key"))
+
+    assert first == {"review": 3, "served_guesses": 1, "conflicts": 1, "proposals": 1, "deletions": ["completed"],
+                     "retrievals": 1, "records": first["records"]}
+    assert state() == first
+    log = RetrievalLog.objects.get()
+    outcomes = [bool(c.get("selected")) for c in log.candidates]
+    assert True in outcomes and False in outcomes, log.candidates  # kept and dropped
+    alice = Subject.objects.get(external_id="usr_alice")
+    assert alice.name == "Alice Martin"
+    assert Candidate.objects.filter(status="review", field="seat_preference").get().conflict_record_id is not None

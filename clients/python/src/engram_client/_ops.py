@@ -221,11 +221,13 @@ def export() -> Call[dict[str, Any]]:
     return Call("GET", "/export", parse=json_body)
 
 
-def mint_token(subject_id: str, *, ttl: int | None = None,
-               namespaces: Sequence[Namespace] | None = None) -> Call[PrincipalToken]:
-    """Mint a principal token for a subject (needs an agent key with the ``mint`` scope)."""
+def mint_token(subject_id: str, *, ttl: int | None = None, namespaces: Sequence[Namespace] | None = None,
+               display_name: str | None = None) -> Call[PrincipalToken]:
+    """Mint a principal token for a subject (needs an agent key with the ``mint`` scope). ``display_name``
+    names the subject on people's pages ("" clears it; None leaves it as it is)."""
     body = _drop_none({"subject_id": subject_id, "ttl": ttl,
-                       "namespaces": [ns_list(n) for n in namespaces] if namespaces else None})
+                       "namespaces": [ns_list(n) for n in namespaces] if namespaces else None,
+                       "display_name": display_name})
     return Call("POST", "/principal-tokens", parse=model(PrincipalToken), json=body, principal=False)
 
 

@@ -276,6 +276,7 @@ class Proposal(_Model):
 class PrincipalToken(_Model):
     token: str
     subject_id: str
+    display_name: str = ""
     expires_at: datetime
     namespaces: list[list[str]] | list[str] | None = None
 
