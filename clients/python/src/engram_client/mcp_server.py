@@ -71,7 +71,7 @@ class StaticTokenVerifier:
     """The SDK's bearer authentication with one shared token, compared in constant time."""
 
     def __init__(self, token: str) -> None:
-        self._token = token.encode()
+        self._token = token.encode("utf-8", "surrogateescape")
 
     async def verify_token(self, token: str) -> AccessToken | None:
         if not hmac.compare_digest(token.encode("utf-8", "surrogateescape"), self._token):
@@ -248,7 +248,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _http_token(args: argparse.Namespace) -> str:
-    token = Path(args.token_file).read_text().strip() if args.token_file else (args.token or "").strip()
+    try:
+        token = Path(args.token_file).read_text().strip() if args.token_file else (args.token or "").strip()
+    except OSError as exc:
+        print(f"engram-mcp: cannot read the token file: {exc}", file=sys.stderr)
+        raise SystemExit(2) from exc
     if len(token) < MIN_TOKEN:
         reason = "no token is configured" if not token else f"the token is shorter than {MIN_TOKEN} characters"
         print(f"engram-mcp: refusing to serve over HTTP: {reason}. {TOKEN_HELP}", file=sys.stderr)
