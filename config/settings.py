@@ -68,6 +68,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "review.middleware.UnstorableInputMiddleware",  # after the CSRF check, before api's plain-text refusal
     "api.middleware.JsonErrorsForApiMiddleware",
 ]
 

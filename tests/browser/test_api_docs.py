@@ -6,6 +6,9 @@ logo from a CDN); and every operation of the schema is listed.
 They are not in the accessibility sweep of the project's own pages (tests/browser/test_accessibility.py):
 their markup is Swagger UI's and ReDoc's. They are checked with axe here, with the two rules Swagger UI's
 own markup breaks named (its operation headers nest buttons; its version stamp is light grey).
+
+Their scripts run under a nonce drawn for each response, never under 'unsafe-inline'; axe is injected as an
+inline script by the test itself, so that test's browser context bypasses the policy.
 """
 
 from __future__ import annotations
@@ -79,12 +82,51 @@ def test_redoc_lists_every_operation_and_loads_nothing_from_elsewhere(live_serve
 SWAGGER_UIS_OWN = (" nested-interactive ", " color-contrast ")
 
 
-def test_the_reference_pages_pass_axe_but_for_swagger_uis_own_markup(live_server, page):
+def script_src(policy: str) -> list[str]:
+    directives = dict(d.strip().split(" ", 1) for d in policy.split(";") if d.strip())
+    return directives["script-src"].split()
+
+
+@pytest.mark.parametrize(("path", "ready"), [("/api/v1/docs/", ".opblock-summary-operation-id"),
+                                             ("/api/v1/redoc/", "[data-section-id*='operation/']")])
+def test_the_pages_run_their_scripts_under_a_nonce_without_unsafe_inline(live_server, page, path, ready):
+    refused: list[str] = []
+    page.on("console", lambda m: refused.append(m.text) if "Content Security Policy" in m.text else None)
+
+    first = page.goto(f"{live_server.url}{path}")
+    page.wait_for_selector(ready)  # the page's own inline script ran: it is what renders the operations
+    policy = first.headers["content-security-policy"]
+    sources = script_src(policy)
+    assert "'unsafe-inline'" not in sources and "'unsafe-eval'" not in sources
+    nonces = [s for s in sources if s.startswith("'nonce-")]
+    assert len(nonces) == 1 and len(nonces[0]) >= len("'nonce-'") + 22
+    assert page.locator("script[nonce]").count() == 1
+    assert [m for m in refused if "script" in m] == []
+
+    again = page.goto(f"{live_server.url}{path}")
+    assert [s for s in script_src(again.headers["content-security-policy"]) if s.startswith("'nonce-")] != nonces
+
+
+def test_an_inline_script_without_the_nonce_does_not_run(live_server, page):
     page.goto(f"{live_server.url}/api/v1/redoc/")
     page.wait_for_selector("[data-section-id*='operation/']")
-    assert axe_violations(page) == []
+    page.evaluate("""() => { const s = document.createElement('script');
+                             s.textContent = 'window.injected = true'; document.body.appendChild(s); }""")
+    assert page.evaluate("() => window.injected === true") is False
 
-    page.goto(f"{live_server.url}/api/v1/docs/")
-    page.wait_for_selector(".opblock-summary-operation-id")
-    found = axe_violations(page)
-    assert [v for v in found if not any(rule in v for rule in SWAGGER_UIS_OWN)] == []
+
+def test_the_reference_pages_pass_axe_but_for_swagger_uis_own_markup(live_server, browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    try:
+        page.goto(f"{live_server.url}/api/v1/redoc/")
+        page.wait_for_selector("[data-section-id*='operation/']")
+        assert axe_violations(page) == []
+
+        page.goto(f"{live_server.url}/api/v1/docs/")
+        page.wait_for_selector(".opblock-summary-operation-id")
+        found = axe_violations(page)
+        assert [v for v in found if not any(rule in v for rule in SWAGGER_UIS_OWN)] == []
+    finally:
+        context.close()

@@ -187,6 +187,26 @@ def test_search_filters_with_every_operator_and_non_finite_bounds(store: EngramS
     assert [i.key for i in page] == ["c"]
 
 
+def test_a_dotted_filter_key_is_a_path_into_nested_values(store: EngramStore) -> None:
+    store.put(("people",), "ann", {"user": {"access-level": "nested", "age": 41, "team": {"name": "core"}}})
+    store.put(("people",), "bob", {"user": {"access-level": "flat", "age": 29}})
+    store.put(("people",), "cy", {"user": "not an object", "user.age": 50})
+
+    def keys(flt: dict[str, Any]) -> list[str]:
+        return sorted(i.key for i in store.search(("people",), filter=flt))
+
+    assert keys({"user.access-level": "nested"}) == ["ann"]
+    assert keys({"user.team.name": "core"}) == ["ann"]
+    assert keys({"user.access-level": {"$eq": "flat"}}) == ["bob"]
+    assert keys({"user.access-level": {"$ne": "nested"}}) == ["bob", "cy"]
+    # cy has the literal top-level key "user.age", which InMemoryStore reads first
+    assert keys({"user.age": {"$gt": 30}}) == ["ann", "cy"]
+    assert keys({"user.age": {"$gte": 29, "$lt": 41}}) == ["bob"]
+    assert keys({"user.age": {"$lte": 29}}) == ["bob"]
+    assert keys({"user.missing": None}) == ["ann", "bob", "cy"]
+    assert keys({"user.team": {"name": "core"}}) == ["ann"]
+
+
 def test_a_query_orders_by_similarity_and_drops_nothing(store: EngramStore) -> None:
     store.put(("pets",), "cat", {"text": "The user has a cat called Mia"})
     store.put(("pets",), "car", {"text": "The user drives an old Volvo"})

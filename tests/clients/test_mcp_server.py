@@ -1,17 +1,25 @@
-"""engram-mcp driven by the official MCP SDK's own client over stdio: the server is the installed console
-script in a subprocess, configured like a host would (flags / environment), talking to the live Engram
-server over HTTP."""
+"""engram-mcp driven by the official MCP SDK's own client over stdio and over streamable HTTP: the server is
+the installed console script in a subprocess, configured like a host would (flags / environment), talking to
+the live Engram server over HTTP. Over HTTP, a request without the configured bearer token gets 401."""
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
 import sys
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.clients.conftest import run_async
 
@@ -113,38 +121,102 @@ def test_another_principal_finds_nothing_through_mcp(server: Any) -> None:
     assert server.client("usr_owner").get(memory.memory_id).status == "active"
 
 
-def test_the_streamable_http_transport_serves_the_same_tools(server: Any) -> None:
-    import socket
-    import subprocess
-    import time
+TOKEN = "mcp-test-token-0123456789abcdef"
 
-    from mcp.client.streamable_http import streamable_http_client
 
+def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def _http_server(server: Any, *extra: str, token: str | None = TOKEN) -> Iterator[str]:
+    """engram-mcp over streamable HTTP in a subprocess; yields its /mcp URL once it listens."""
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k != "ENGRAM_MCP_TOKEN"}
+    if token is not None:
+        env["ENGRAM_MCP_TOKEN"] = token
     process = subprocess.Popen([ENGRAM_MCP, "--transport", "streamable-http", "--port", str(port), "--url", server.url,
-                                "--api-key", server.key, "--subject-id", "usr_owner"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                "--api-key", server.key, "--subject-id", "usr_owner", *extra],
+                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and process.poll() is None:
             with socket.socket() as attempt:
                 if attempt.connect_ex(("127.0.0.1", port)) == 0:
                     break
             time.sleep(0.2)
-
-        async def host() -> Any:
-            async with (streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, *_),
-                        ClientSession(read, write) as session):
-                await session.initialize()
-                names = {t.name for t in (await session.list_tools()).tools}
-                stored = await _call(session, "remember", text="Plays the cello", namespace="user/hobbies",
-                                     field="instrument", value="cello")
-                return names, stored.structured_content
-
-        names, stored = run_async(host())
-        assert "search_memory" in names and stored["fact"]["value"] == "cello"
+        yield f"http://127.0.0.1:{port}/mcp"
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+async def _http_host(url: str, headers: dict[str, str], statuses: list[int] | None = None) -> tuple[set[str], Any]:
+    """The SDK's client: initialize, list the tools, remember one fact; ``statuses`` collects the HTTP statuses."""
+    http = create_mcp_http_client(headers=headers)
+
+    async def record(response: Any) -> None:
+        if statuses is not None:
+            statuses.append(response.status_code)
+
+    http.event_hooks["response"] = [record]
+    async with (http, streamable_http_client(url, http_client=http) as (read, write, *_),
+                ClientSession(read, write) as session):
+        await session.initialize()
+        names = {t.name for t in (await session.list_tools()).tools}
+        stored = await _call(session, "remember", text="Plays the cello", namespace="user/hobbies",
+                             field="instrument", value="cello")
+        return names, stored.structured_content
+
+
+def test_the_streamable_http_transport_serves_the_same_tools_to_a_client_with_the_token(server: Any) -> None:
+    with _http_server(server) as url:
+        names, stored = run_async(_http_host(url, {"Authorization": f"Bearer {TOKEN}"}))
+    assert "search_memory" in names and stored["fact"]["value"] == "cello"
+
+
+@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong-token-0123456789abcdef"},
+                                     {"Authorization": f"Bearer {TOKEN}x"}, {"Authorization": f"Basic {TOKEN}"},
+                                     {"Authorization": TOKEN}])
+def test_a_client_without_the_right_token_gets_401_and_nothing_happens(server: Any, headers: dict[str, str]) -> None:
+    with _http_server(server) as url:
+        statuses: list[int] = []
+        with pytest.raises(BaseExceptionGroup, match="unhandled errors"):  # the SDK client's task group fails
+            run_async(_http_host(url, headers, statuses))
+        assert statuses == [401]  # its first request, initialize, is refused; nothing else is tried
+
+        initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                      "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                 "clientInfo": {"name": "probe", "version": "1"}}}
+        answer = httpx.post(url, json=initialize, headers={**headers, "Accept": "application/json, text/event-stream"})
+        assert answer.status_code == 401
+        assert answer.headers["www-authenticate"].startswith("Bearer ")
+        assert answer.json()["error"] == "invalid_token"
+    assert server.client("usr_owner").list(namespace="user/hobbies").results == []
+
+
+@pytest.mark.parametrize(("token", "reason"), [(None, "no token is configured"), ("", "no token is configured"),
+                                               ("short", "shorter than 16")])
+def test_over_http_without_a_token_it_refuses_to_start_and_says_how_to_set_one(server: Any, token: str | None,
+                                                                               reason: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "ENGRAM_MCP_TOKEN"}
+    if token is not None:
+        env["ENGRAM_MCP_TOKEN"] = token
+    done = subprocess.run([ENGRAM_MCP, "--transport", "streamable-http", "--port", str(_free_port()),
+                           "--url", server.url, "--api-key", server.key, "--subject-id", "usr_owner"],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert reason in done.stderr and "ENGRAM_MCP_TOKEN" in done.stderr and "Authorization: Bearer" in done.stderr
+
+
+def test_the_token_can_come_from_a_flag_or_a_file(server: Any, tmp_path: Path) -> None:
+    with _http_server(server, "--token", TOKEN, token=None) as url:
+        names, _ = run_async(_http_host(url, {"Authorization": f"Bearer {TOKEN}"}))
+        assert "remember" in names
+    token_file = tmp_path / "mcp-token"
+    token_file.write_text(TOKEN + "\n")
+    with _http_server(server, "--token-file", str(token_file), token=None) as url:
+        names, _ = run_async(_http_host(url, {"Authorization": f"Bearer {TOKEN}"}))
+        assert "remember" in names

@@ -144,3 +144,25 @@ def test_a_cleared_session_goes_through_the_deletion_machinery(session: EngramSe
     job = DeletionJob.objects.get(kind="thread")
     assert job.status == "completed" and job.steps.filter(name="verification", status="done").exists()
     assert "blue door" not in str(server.client("usr_owner").export())
+
+
+def test_settings_given_as_a_dict_limit_what_runner_run_reads(server: Any) -> None:
+    session = EngramSession("limited", client=server.aclient("usr_owner"), session_settings={"limit": 2})
+    model = ScriptedModel([[assistant_message("One.")], [assistant_message("Two.")]])
+    agent = Agent(name="support", model=model)
+
+    async def conversation() -> None:
+        await Runner.run(agent, "First question", session=session, run_config=OFFLINE)
+        await Runner.run(agent, "Second question", session=session, run_config=OFFLINE)
+
+    run_async(conversation())
+    assert session.session_settings.limit == 2
+    # the latest two stored items (the first turn's question and answer) and the new question
+    history = model.calls[-1].input
+    assert history[0] == {"role": "user", "content": "First question"}
+    assert len(history) == 3 and history[-1] == {"role": "user", "content": "Second question"}
+
+
+def test_an_unknown_settings_key_is_refused_at_construction(server: Any) -> None:
+    with pytest.raises(TypeError, match="limitt"):
+        EngramSession("limited", client=server.aclient("usr_owner"), session_settings={"limitt": 5})

@@ -24,11 +24,13 @@ How LangGraph's items map onto Engram records:
 
 Semantics follow LangGraph's ``InMemoryStore``: reads in a batch see the state before the batch's puts,
 the last put of a key in a batch wins; ``search`` filters with ``$eq $ne $gt $gte $lt $lte`` exactly as
-InMemoryStore does and pages with ``limit``/``offset`` after ordering; ``list_namespaces`` sorts namespaces
-as tuples and pages after sorting. With a ``query``, items are ordered by similarity: by Engram's own
-retrieval (lexical + semantic, the server's embedding model), or, when you configure ``index`` with an
-``embed`` function, by that function exactly as InMemoryStore scores (items put with ``index=False`` carry
-no score). A query only orders; it never drops an item that matches the filter.
+InMemoryStore does (a dotted filter key such as ``"user.level"`` is a path into nested values, as in the
+SQLite and Postgres stores, unless the value has that key at its top level) and pages with
+``limit``/``offset`` after ordering; ``list_namespaces`` sorts namespaces as tuples and pages after
+sorting. With a ``query``, items are ordered by similarity: by Engram's own retrieval (lexical +
+semantic, the server's embedding model), or, when you configure ``index`` with an ``embed``
+function, by that function exactly as InMemoryStore scores (items put with ``index=False`` carry no
+score). A query only orders; it never drops an item that matches the filter.
 """
 
 from __future__ import annotations
@@ -232,7 +234,8 @@ class EngramStore(BaseStore):
         records = yield from self._records(path)
         items = [(record, self._item(record)) for record in records]
         if op.filter:
-            items = [(r, i) for r, i in items if all(_compare_values(i.value.get(k), v) for k, v in op.filter.items())]
+            items = [(r, i) for r, i in items
+                     if all(_compare_values(_value_at(i.value, k), v) for k, v in op.filter.items())]
         if not items:
             return []
         query = op.query or ""
@@ -477,6 +480,20 @@ def _does_match(condition: MatchCondition, key: tuple[str, ...]) -> bool:
     else:
         raise ValueError(f"Unsupported match type: {condition.match_type}")
     return all(p == "*" or k == p for k, p in pairs)
+
+
+def _value_at(value: dict[str, Any], key: str) -> Any:
+    """The value a filter key names: the top-level key as InMemoryStore reads it, else a dotted key as a path
+    into nested objects, as the SQLite and Postgres stores read it (``"user.access-level"`` is
+    ``value["user"]["access-level"]``). A path that leads nowhere is None, as a missing key is."""
+    if key in value or "." not in key:
+        return value.get(key)
+    current: Any = value
+    for part in key.split("."):
+        if not isinstance(current, dict) or part not in current:
+            return None
+        current = current[part]
+    return current
 
 
 def _compare_values(item_value: Any, filter_value: Any) -> bool:

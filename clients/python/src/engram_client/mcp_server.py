@@ -6,7 +6,13 @@ flags or the environment:
 
     engram-mcp --url http://127.0.0.1:8000 --api-key egk_... --subject-id usr_alice          # stdio
     ENGRAM_URL=... ENGRAM_API_KEY=... ENGRAM_SUBJECT_ID=... engram-mcp
-    engram-mcp --transport streamable-http --port 8765                                         # HTTP at /mcp
+    ENGRAM_MCP_TOKEN=... engram-mcp --transport streamable-http --port 8765                    # HTTP at /mcp
+
+Over HTTP every request must carry ``Authorization: Bearer <token>`` (the MCP specification's authorization
+for HTTP transports), the token being ``ENGRAM_MCP_TOKEN`` (or ``--token`` / ``--token-file``); anything
+else gets 401 with ``WWW-Authenticate: Bearer``. Whoever reaches the port would otherwise act as the
+configured principal, so without a token the HTTP transport refuses to start. stdio needs no token: the
+host that starts the process is its only client.
 
 Every governance rule of Engram holds: writes go through the write gate, inferences are proposals,
 forgetting runs a deletion job, and retrieved memory is marked ``content_role: data`` (never instructions).
@@ -15,6 +21,7 @@ forgetting runs a deletion job, and retrieved memory is marked ``content_role: d
 from __future__ import annotations
 
 import argparse
+import hmac
 import logging
 import os
 import sys
@@ -25,10 +32,12 @@ try:
     import mcp  # noqa: F401 - the optional dependency of this integration
 except ImportError as missing:  # pragma: no cover - depends on the installed extras
     raise ImportError("This integration needs an extra: pip install 'engram-client[mcp]'") from missing
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import AnyHttpUrl, Field
 
 from engram_client import _ops as ops
 from engram_client._core import Call
@@ -51,14 +60,40 @@ ADD = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_h
 DELETE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
 
 
+MIN_TOKEN = 16
+TOKEN_HELP = ("Over HTTP, engram-mcp needs a token that every MCP client sends as 'Authorization: Bearer <token>'. "
+              "Set one, e.g.: export ENGRAM_MCP_TOKEN="
+              "\"$(python -c 'import secrets; print(secrets.token_urlsafe(32))')\" "
+              f"(or --token / --token-file; at least {MIN_TOKEN} characters), and give the same token to the MCP host.")
+
+
+class StaticTokenVerifier:
+    """The SDK's bearer authentication with one shared token, compared in constant time."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token.encode("utf-8", "surrogateescape")
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        if not hmac.compare_digest(token.encode("utf-8", "surrogateescape"), self._token):
+            return None
+        return AccessToken(token=token, client_id="engram-mcp", scopes=[])
+
+
 def _record(memory: Any) -> dict[str, Any]:
     data: dict[str, Any] = memory.model_dump(mode="json", exclude_none=True)
     return data
 
 
-def build_server(client: AsyncEngram, *, name: str = "engram") -> MCPServer:
-    """The MCP server with Engram's tools, acting through ``client``."""
-    server: MCPServer = MCPServer(name, instructions=INSTRUCTIONS)
+def build_server(client: AsyncEngram, *, name: str = "engram", token: str | None = None,
+                 url: str = "http://127.0.0.1:8765") -> MCPServer:
+    """The MCP server with Engram's tools, acting through ``client``. With ``token``, its HTTP transport
+    answers only requests that carry ``Authorization: Bearer <token>`` (``url`` is where it listens: the
+    SDK's auth settings name an issuer, and the token's issuer is this server's operator)."""
+    if token is None:
+        server: MCPServer = MCPServer(name, instructions=INSTRUCTIONS)
+    else:
+        server = MCPServer(name, instructions=INSTRUCTIONS, token_verifier=StaticTokenVerifier(token),
+                           auth=AuthSettings(issuer_url=AnyHttpUrl(url), resource_server_url=None))
 
     async def run(call: Call[Any]) -> Any:
         try:
@@ -205,7 +240,24 @@ def _parser() -> argparse.ArgumentParser:
                         default=os.environ.get("ENGRAM_MCP_TRANSPORT", "stdio"))
     parser.add_argument("--host", default="127.0.0.1", help="HTTP transport: address to listen on.")
     parser.add_argument("--port", type=int, default=8765, help="HTTP transport: port (path /mcp).")
+    parser.add_argument("--token", default=os.environ.get("ENGRAM_MCP_TOKEN"),
+                        help="HTTP transport: the bearer token every MCP request must carry (ENGRAM_MCP_TOKEN; "
+                             "prefer the variable or --token-file: a flag is visible in the process list).")
+    parser.add_argument("--token-file", help="HTTP transport: read the bearer token from this file.")
     return parser
+
+
+def _http_token(args: argparse.Namespace) -> str:
+    try:
+        token = Path(args.token_file).read_text().strip() if args.token_file else (args.token or "").strip()
+    except OSError as exc:
+        print(f"engram-mcp: cannot read the token file: {exc}", file=sys.stderr)
+        raise SystemExit(2) from exc
+    if len(token) < MIN_TOKEN:
+        reason = "no token is configured" if not token else f"the token is shorter than {MIN_TOKEN} characters"
+        print(f"engram-mcp: refusing to serve over HTTP: {reason}. {TOKEN_HELP}", file=sys.stderr)
+        raise SystemExit(2)
+    return token
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -217,11 +269,13 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as exc:
         print(f"engram-mcp: {exc}", file=sys.stderr)
         raise SystemExit(2) from exc
-    server = build_server(client)
     if args.transport == "stdio":
-        server.run("stdio")
+        build_server(client).run("stdio")
     else:
-        server.run("streamable-http", host=args.host, port=args.port)
+        token = _http_token(args)
+        host = f"[{args.host}]" if ":" in args.host else args.host
+        build_server(client, token=token, url=f"http://{host}:{args.port}").run(
+            "streamable-http", host=args.host, port=args.port)
 
 
 if __name__ == "__main__":

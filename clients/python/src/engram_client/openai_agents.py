@@ -37,7 +37,7 @@ try:
 except ImportError as missing:  # pragma: no cover - depends on the installed extras
     raise ImportError("This integration needs an extra: pip install 'engram-client[openai-agents]'") from missing
 from agents.memory import SessionABC, SessionSettings
-from agents.memory.session_settings import resolve_session_limit
+from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
 
 from engram_client import _ops as ops
 from engram_client._core import contains_nul
@@ -60,9 +60,12 @@ class EngramSession(SessionABC):
 
     def __init__(self, session_id: str, *, client: AsyncEngram | None = None, base_url: str | None = None,
                  api_key: str | None = None, principal_token: str | None = None, subject_id: str | None = None,
-                 session_settings: SessionSettings | None = None) -> None:
+                 session_settings: SessionSettings | dict[str, Any] | None = None) -> None:
         self.session_id = session_id
-        self.session_settings = session_settings or SessionSettings()
+        # As the SDK's own sessions: a dict becomes SessionSettings here, and an unknown key is refused now
+        # rather than at the first read (Runner.run reads session_settings.limit as an attribute).
+        self.session_settings = (coerce_session_settings(session_settings) if session_settings is not None
+                                 else SessionSettings())
         self.client = client or AsyncEngram(base_url, api_key=api_key, principal_token=principal_token,
                                             subject_id=subject_id)
         self._thread_key = _thread_key(session_id)
