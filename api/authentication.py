@@ -81,15 +81,9 @@ class AgentKeyAuthentication(BaseAuthentication):
         subject_id = getattr(key, "principal_subject_id", None)  # read with the key (agent_key_lookup)
         if subject_id is None:
             raise exceptions.AuthenticationFailed("The token's subject no longer exists.", code="invalid_principal")
-        return Scope(
-            tenant_id=key.tenant_id,
-            subject_id=subject_id,
-            subject_external_id=claims.subject_external_id,
-            permissions=frozenset(key.permissions),
-            namespaces=grant_of(key, claims),
-            actor=f"agent_key:{key.pk}",
-            agent_key_id=key.pk,
-        )
+        return Scope.for_agent(tenant_id=key.tenant_id, subject_id=subject_id,
+                               subject_external_id=claims.subject_external_id, agent_key_id=key.pk,
+                               permissions=key.permissions, namespaces=grant_of(key, claims))
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="engram"'

@@ -15,7 +15,6 @@ from typing import TypedDict
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
 
 from memory.errors import NotFound
-from memory.models import Tenant
 from memory.scope import READ, Scope
 from procedures.models import ChangeProposal, Procedure, ProcedureVersion
 
@@ -79,10 +78,6 @@ def proposals_of(*, scope: Scope, name: str) -> QuerySet[ChangeProposal]:
 
 
 # --- reviewer reads (the UI checks the reviewer's tenant first) -----------------------------------
-
-
-def reviewer_tenants(user_id: int) -> QuerySet[Tenant]:
-    return Tenant.objects.filter(reviewers__pk=user_id).order_by("slug")
 
 
 def review_queue(tenant_ids: list[int]) -> QuerySet[ChangeProposal]:

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from memory.audit import audit
 from memory.errors import Conflict, Forbidden, InvalidInput, NotFound
+from memory.identity.access import reviewer_of
 from memory.models import Subject, Tenant
 from memory.namespaces import NAME
 from memory.policy.secrets import refuse_secrets
@@ -31,7 +32,7 @@ def _actor(user: User) -> str:
 
 
 def _require_reviewer(*, tenant_id: int, user: User) -> None:
-    if not Tenant.objects.filter(pk=tenant_id, reviewers__pk=user.pk).exists():
+    if not reviewer_of(user).reviews(tenant_id):
         raise Forbidden("Only a reviewer of the tenant may publish or decide procedure changes.",
                         code="not_a_reviewer")
 

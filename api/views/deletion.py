@@ -118,9 +118,8 @@ class ErasedSubjectTolerantAuthentication(AgentKeyAuthentication):
         except exceptions.AuthenticationFailed as exc:
             if exc.get_codes() != "invalid_principal":
                 raise
-        return Scope(tenant_id=key.tenant_id, subject_id=0, subject_external_id=claims.subject_external_id,
-                     permissions=frozenset(key.permissions), namespaces=grant_of(key, claims),
-                     actor=f"agent_key:{key.pk}", agent_key_id=key.pk)
+        return Scope.for_agent(tenant_id=key.tenant_id, subject_id=0, subject_external_id=claims.subject_external_id,
+                               agent_key_id=key.pk, permissions=key.permissions, namespaces=grant_of(key, claims))
 
 
 # It takes the same two credentials as its parent: one pair of security schemes in the schema.

@@ -54,8 +54,8 @@ def tombstone_ttl() -> timedelta:
 
 def owner_scope(*, tenant_id: int, subject_id: int, subject_external_id: str) -> Scope:
     """The owning principal, as the verification reads the surfaces."""
-    return Scope(tenant_id=tenant_id, subject_id=subject_id, subject_external_id=subject_external_id,
-                 permissions=frozenset({"read"}), namespaces=None, actor="system:deletion", reader_role="owner")
+    return Scope.for_system(actor="system:deletion", tenant_id=tenant_id, subject_id=subject_id,
+                            subject_external_id=subject_external_id, permissions=("read",), reader_role="owner")
 
 
 # --- planning --------------------------------------------------------------------------------------
@@ -275,8 +275,8 @@ def retention_delete(*, records: list[MemoryRecord]) -> DeletionJob | None:
     if not records:
         return None
     subject = Subject.objects.get(pk=records[0].subject_id)
-    scope = Scope(tenant_id=subject.tenant_id, subject_id=subject.pk, subject_external_id=subject.external_id,
-                  permissions=frozenset({"read", "write"}), namespaces=None, actor="system:retention")
+    scope = Scope.for_system(actor="system:retention", tenant_id=subject.tenant_id, subject_id=subject.pk,
+                             subject_external_id=subject.external_id, permissions=("read", "write"))
     plan = _plan_records(records)
     return _create_job(scope=scope, kind=DeletionJob.Kind.RETENTION, plan=plan)
 

@@ -71,8 +71,9 @@ class InProcessRealm(Realm):
 
     def approve(self, candidate_id: str) -> str:
         from memory.consolidation.review import candidate_approve
+        from memory.identity.access import reviewer_of
 
-        return str(candidate_approve(reviewer=self.reviewer, candidate_id=candidate_id).result.record.pk)
+        return str(candidate_approve(reviewer=reviewer_of(self.reviewer), candidate_id=candidate_id).result.record.pk)
 
     def cleanup(self) -> list[str]:
         """Remove the run's tenants and reviewer. Rows that PROTECT others (records -> class, versions ->

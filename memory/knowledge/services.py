@@ -89,8 +89,7 @@ class _Prepared:
 
 def operator_scope(tenant: Tenant, actor: str = "cli") -> Scope:
     """The scope of an operator command: the tenant, no subject, write only."""
-    return Scope(tenant_id=tenant.pk, subject_id=0, subject_external_id="", permissions=frozenset({WRITE}),
-                 namespaces=None, actor=actor)
+    return Scope.for_system(actor=actor, tenant_id=tenant.pk, permissions=(WRITE,))
 
 
 # --- access domains ------------------------------------------------------------------------------

@@ -55,8 +55,8 @@ def anyone(status: int) -> dict[str, tuple[int, bool | None]]:
 
 
 def operators(status: int, other_tenant: int) -> dict[str, tuple[int, bool | None]]:
-    """The operator's overview: reviewers (of their own tenants); 403 for people who review nothing."""
-    return {"anon": LOGIN, "alice": (403, False), "bob": (403, False), "rita": (status, False),
+    """The operator's overview: reviewers (of their own tenants); 404 for people who review nothing."""
+    return {"anon": LOGIN, "alice": (404, False), "bob": (404, False), "rita": (status, False),
             "gus": (other_tenant, False)}
 
 
