@@ -142,6 +142,20 @@ def test_use_proposed_supersedes_the_current_org_record(agent, rita):
     assert head.status == "active" and head.supersedes_id == current.pk
 
 
+def test_resolving_a_conflict_audits_each_record_it_changes(agent, rita):
+    """The records change through the write gate: one audit row per record, with the reviewer as actor."""
+    conflict = org_conflict(agent)
+    current, proposed = sorted(conflict.records.all(), key=lambda r: r.created_at)
+
+    review.conflict_use_proposed(reviewer=reviewer_of(rita), conflict_id=conflict.pk)
+
+    rows = {row.object_id: row for row in AuditEntry.objects.filter(action="memory.conflict_resolve")}
+    assert sorted(rows) == sorted([current.pk, proposed.pk])
+    assert {row.actor for row in rows.values()} == {f"user:{rita.pk}"}
+    assert rows[current.pk].data == {"status": "superseded", "superseded_by": proposed.pk, "conflict_id": conflict.pk}
+    assert rows[proposed.pk].data == {"supersedes": current.pk, "conflict_id": conflict.pk}
+
+
 def test_bulk_approve_reports_each_item(agent, rita):
     a = in_review(agent, field="seat", event_id="evt_a")
     b = in_review(agent, field="meal", value="vegetarian", text="Orders vegetarian meals", event_id="evt_b")
