@@ -7,6 +7,7 @@ from typing import Any
 
 def post_worker_init(worker: Any) -> None:
     """Each web process loads the embedding model (one thread) before it accepts a request."""
+    # Local: gunicorn reads this file before Django is set up; the worker has set it up by now.
     from memory.workqueues import warm_up
 
     warm_up(f"web worker {worker.pid}", 1, queries=True)

@@ -14,7 +14,9 @@ from typing import TypedDict
 
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
 
+from memory.content import unseal_text
 from memory.errors import NotFound
+from memory.models import Event
 from memory.scope import READ, Scope
 from procedures.models import ChangeProposal, Procedure, ProcedureVersion
 
@@ -92,9 +94,6 @@ def tenant_procedures(tenant_ids: list[int]) -> QuerySet[Procedure]:
 
 def evidence_for(proposal: ChangeProposal) -> list[dict[str, str]]:
     """The source events' words (the proposer subject's events only), for the reviewer."""
-    from memory.content import unseal_text
-    from memory.models import Event
-
     ids = [str(i) for i in proposal.source_event_ids][:50]
     if not ids or proposal.proposer_subject_id is None:
         return []

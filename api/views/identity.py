@@ -14,6 +14,8 @@ from api.fields import NamespaceField, StrictSerializer, integer
 from api.openapi import AGENT, BODY, Tags, errors
 from api.permissions import HasAgentKey
 from memory.identity.services import principal_token_mint, principal_token_verify
+from memory.models import MemoryRecord
+from memory.queues import QUEUES
 
 
 class PrincipalTokenOut(serializers.Serializer):
@@ -76,8 +78,6 @@ def queue_depths() -> dict[str, dict[str, int]]:
     from django.utils import timezone
     from django_q.models import OrmQ
 
-    from memory.queues import QUEUES
-
     now = timezone.now()
     rows = {r["key"]: r for r in OrmQ.objects.values("key").annotate(
         queued=Count("id", filter=Q(lock__lte=now)), running=Count("id", filter=Q(lock__gt=now)))}
@@ -121,8 +121,6 @@ class HealthApi(APIView):
         body: dict[str, object] = {"status": "ok" if database == "ok" else "degraded", "database": database,
                 "worker": worker_status()}
         if database == "ok":
-            from memory.models import MemoryRecord
-
             body["embeddings_pending"] = MemoryRecord.objects.filter(
                 embedding__isnull=True, memory_class__embed=True, status="active").count()
             body["queues"] = queue_depths()

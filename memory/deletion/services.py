@@ -165,12 +165,12 @@ def _create_job(*, scope: Scope, kind: str, plan: _Plan, memory_id: str = "", ex
 
 def _summaries_leave_retrieval(*, scope: Scope, plan: _Plan, whole_subject: bool) -> None:
     """Thread summaries over the events the records cite go stale (and blank) in this transaction, not
-    when the job runs: out of retrieval from the DELETE on (the threads area's hook)."""
-    from memory.threads.deletion_surfaces import summaries_stale_on_request
-
-    summaries_stale_on_request(registry.DeletionTarget(
+    when the job runs: out of retrieval from the DELETE on (the threads area's request hook)."""
+    target = registry.DeletionTarget(
         tenant_id=scope.tenant_id, subject_id=scope.subject_id, subject_external_id=scope.subject_external_id,
-        event_ids=tuple(plan.event_ids), whole_subject=whole_subject))
+        event_ids=tuple(plan.event_ids), whole_subject=whole_subject)
+    for hook in registry.request_hooks():
+        hook(target)
 
 
 def _enqueue(job_id: str) -> None:

@@ -12,6 +12,7 @@ from django.db.models import Expression
 from django.db.models.fields.json import KT
 
 from memory.models import MemoryRecord, MemoryType
+from memory.queues import embedding_queue, enqueue
 from memory.search import TEXT_SEARCH_CONFIG
 
 
@@ -51,8 +52,6 @@ def schedule_context(ids: list[str], *, episodic: bool | None = None) -> None:
     if episodic is None:
         episodic = MemoryRecord.objects.filter(pk__in=ids, memory_type=MemoryType.EPISODIC).exists()
     if episodic:
-        from memory.queues import embedding_queue, enqueue
-
         # Embeds a window per record: an import's goes to the bulk queue, a few records' to the interactive one.
         transaction.on_commit(lambda: enqueue("memory.records.tasks.derive_context", ids,
                                               queue=embedding_queue(len(ids))))

@@ -21,6 +21,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from memory.embedder import get_embedder
+from memory.models import MemoryRecord
 from memory.retrieval.models import RecordContext
 from memory.search import TEXT_SEARCH_CONFIG, vector_literal
 
@@ -129,8 +130,6 @@ def records_quoting(record_ids: Iterable[str], *, tenant_id: int, subject_id: in
 def pending_count(*, tenant_slug_prefix: str | None = None) -> int:
     """Live episodic records of embedded classes with no context row yet (for benchmarks and operators;
     a record alone in its session legitimately has none)."""
-    from memory.models import MemoryRecord
-
     qs = MemoryRecord.objects.filter(memory_type="episodic", status="active", memory_class__embed=True,
                                      memory_class__encryption_required=False)
     if tenant_slug_prefix:

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from api.views.memories import BatchItemParser
+from api.record_input import BatchItemParser
 from memory.errors import EngramError
 from memory.identity.services import subject_get_or_create
 from memory.management import progress_bar, tenant_by_slug
