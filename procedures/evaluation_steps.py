@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from memory.evaluation.operators import ProcedureSteps, register_procedures
+from memory.identity.access import reviewer_of
 from procedures.models import ChangeProposal
 from procedures.services import procedure_publish
 
 
 def _publish(*, tenant: Any, name: str, body: str, reviewer: Any, change_summary: str) -> Any:
-    return procedure_publish(tenant=tenant, name=name, body=body, reviewer=reviewer, change_summary=change_summary)
+    return procedure_publish(tenant=tenant, name=name, body=body, reviewer=reviewer_of(reviewer),
+                             change_summary=change_summary)
 
 
 def _review_state(proposal_id: str) -> tuple[str, list[str]]:

@@ -8,12 +8,9 @@ visitors are sent to the login page.
 
 from __future__ import annotations
 
-from typing import cast
-
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.models import User
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -26,11 +23,6 @@ from procedures.selectors import evidence_for, line_diff, review_queue, tenant_p
 from procedures.services import proposal_approve, proposal_rebase, proposal_reject, rollback_propose
 
 # --- access (memory/identity/access.py, procedures/access.py) ------------------------------------
-
-
-def _reviewer(request: HttpRequest) -> User:
-    # login_required guarantees a real user; the services check that they review the tenant.
-    return cast(User, request.user)
 
 
 def _proposal(request: HttpRequest, proposal_id: str) -> ChangeProposal:
@@ -105,7 +97,7 @@ def proposal_approve_view(request: HttpRequest, proposal_id: str) -> HttpRespons
     if form.is_valid():
         try:
             version = proposal_approve(tenant_id=proposal.tenant_id, proposal_id=proposal.pk,
-                                       reviewer=_reviewer(request),
+                                       reviewer=reviewer_of(request.user),
                                        change_summary=form.cleaned_data["change_summary"])
         except EngramError as exc:
             _fail(request, exc)
@@ -124,7 +116,7 @@ def proposal_reject_view(request: HttpRequest, proposal_id: str) -> HttpResponse
         messages.error(request, "Give a reason for the rejection.")
         return redirect("procedure-proposal", proposal_id=proposal.pk)
     try:
-        proposal_reject(tenant_id=proposal.tenant_id, proposal_id=proposal.pk, reviewer=_reviewer(request),
+        proposal_reject(tenant_id=proposal.tenant_id, proposal_id=proposal.pk, reviewer=reviewer_of(request.user),
                         reason=form.cleaned_data["reason"])
     except EngramError as exc:
         _fail(request, exc)
@@ -138,7 +130,8 @@ def proposal_reject_view(request: HttpRequest, proposal_id: str) -> HttpResponse
 def proposal_rebase_action(request: HttpRequest, proposal_id: str) -> HttpResponse:
     proposal = _proposal(request, proposal_id)
     try:
-        rebased = proposal_rebase(tenant_id=proposal.tenant_id, proposal_id=proposal.pk, reviewer=_reviewer(request))
+        rebased = proposal_rebase(tenant_id=proposal.tenant_id, proposal_id=proposal.pk,
+                                  reviewer=reviewer_of(request.user))
     except EngramError as exc:
         _fail(request, exc)
         return redirect("procedure-proposal", proposal_id=proposal.pk)
@@ -175,7 +168,7 @@ def version_rollback(request: HttpRequest, procedure_id: int, number: int) -> Ht
     procedure = _procedure(request, procedure_id)
     try:
         proposal = rollback_propose(tenant_id=procedure.tenant_id, procedure_id=procedure.pk, number=number,
-                                    reviewer=_reviewer(request))
+                                    reviewer=reviewer_of(request.user))
     except EngramError as exc:
         _fail(request, exc)
         return redirect("procedure-history", procedure_id=procedure.pk)

@@ -46,7 +46,8 @@ def test_an_approved_inference_never_outranks_an_explicit_statement(agent, rita)
 def test_it_edits_and_approves_with_the_reviewers_words(agent, rita):
     candidate = in_review(agent)
 
-    approval = review.candidate_edit_approve(reviewer=reviewer_of(rita), candidate_id=candidate.pk, value="aisle, front rows",
+    approval = review.candidate_edit_approve(reviewer=reviewer_of(rita), candidate_id=candidate.pk,
+                                             value="aisle, front rows",
                                              text="Prefers aisle seats near the front")
 
     assert approval.result.record.fact["value"] == "aisle, front rows"
@@ -84,7 +85,8 @@ def test_an_approved_record_retires_the_unreviewed_candidate_record_of_its_key(a
 def test_it_rejects_with_a_reason_kept_on_the_candidate_not_in_the_audit(agent, rita):
     candidate = in_review(agent)
 
-    rejected = review.candidate_reject(reviewer=reviewer_of(rita), candidate_id=candidate.pk, reason="  guessed from one joke ")
+    rejected = review.candidate_reject(reviewer=reviewer_of(rita), candidate_id=candidate.pk,
+                                       reason="  guessed from one joke ")
 
     assert rejected.status == "rejected"
     assert rejected.reasons[-1] == {"code": "rejected_by_reviewer", "detail": "guessed from one joke"}
