@@ -84,7 +84,8 @@ def _type_checking_only(tree: ast.AST) -> set[int]:
     lines: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", "")) == "TYPE_CHECKING":
-            lines |= {n.lineno for stmt in node.body for n in ast.walk(stmt)}
+            lines |= {n.lineno for stmt in node.body for n in ast.walk(stmt)
+                      if isinstance(n, (ast.Import, ast.ImportFrom))}
     return lines
 
 
@@ -199,8 +200,9 @@ def test_few_function_local_imports_each_with_its_reason():
             if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             for node in ast.walk(function):
-                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else (
-                    [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+                if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                    continue
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
                 if not any(n.split(".")[0] in PROJECT for n in names):
                     continue
                 where = f"{path.relative_to(ROOT)}:{node.lineno}"
