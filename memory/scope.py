@@ -18,13 +18,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from memory.errors import Forbidden
 from memory.namespaces import is_under
 
-if TYPE_CHECKING:
-    from memory.models import Subject
+
+class Subject(Protocol):
+    """What a constructor reads of a subject (memory.models.Subject, which imports this module)."""
+
+    pk: Any
+    tenant_id: int
+    external_id: str
 
 READ = "read"
 WRITE = "write"
