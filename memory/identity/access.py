@@ -83,7 +83,8 @@ def reviewer_of(user: User) -> Reviewer:
     """The checked caller for every reviewer page and service (no tenants for anyone who reviews none)."""
     if not getattr(user, "is_authenticated", False):
         return Reviewer(user_id=0, tenant_ids=frozenset())
-    return Reviewer(user_id=int(user.pk or 0), tenant_ids=frozenset(reviewed_tenants(user).values_list("pk", flat=True)))
+    tenant_ids = frozenset(reviewed_tenants(user).values_list("pk", flat=True))
+    return Reviewer(user_id=int(user.pk or 0), tenant_ids=tenant_ids)
 
 
 def reviews_any(user: User) -> bool:
