@@ -10,6 +10,8 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
+from api.principal import AgentPrincipal
+from api.throttling import count_failed_key
 from memory.identity.services import (
     PrincipalClaims,
     TokenInvalid,
@@ -22,21 +24,6 @@ from memory.namespaces import intersect_prefixes
 from memory.scope import Scope
 
 PRINCIPAL_HEADER = "HTTP_X_ENGRAM_PRINCIPAL"
-
-
-class AgentPrincipal:
-    """request.user for agent calls: the key, and the scope when a principal token came with it."""
-
-    is_authenticated = True
-    is_anonymous = False
-
-    def __init__(self, key: AgentKey, scope: Scope | None) -> None:
-        self.key = key
-        self.scope = scope
-
-    @property
-    def actor(self) -> str:
-        return f"agent_key:{self.key.pk}"
 
 
 class AgentKeyAuthentication(BaseAuthentication):
@@ -60,8 +47,6 @@ class AgentKeyAuthentication(BaseAuthentication):
         key = agent_key_lookup(raw_key.strip(),
                                subject_external_id=claims.subject_external_id if claims is not None else None)
         if key is None:
-            from api.throttling import count_failed_key  # here: api.throttling imports this module
-
             count_failed_key(request)
             raise exceptions.AuthenticationFailed("The agent key is not valid or was revoked.", code="invalid_key")
         if token_error is not None:
@@ -81,15 +66,9 @@ class AgentKeyAuthentication(BaseAuthentication):
         subject_id = getattr(key, "principal_subject_id", None)  # read with the key (agent_key_lookup)
         if subject_id is None:
             raise exceptions.AuthenticationFailed("The token's subject no longer exists.", code="invalid_principal")
-        return Scope(
-            tenant_id=key.tenant_id,
-            subject_id=subject_id,
-            subject_external_id=claims.subject_external_id,
-            permissions=frozenset(key.permissions),
-            namespaces=grant_of(key, claims),
-            actor=f"agent_key:{key.pk}",
-            agent_key_id=key.pk,
-        )
+        return Scope.for_agent(tenant_id=key.tenant_id, subject_id=subject_id,
+                               subject_external_id=claims.subject_external_id, agent_key_id=key.pk,
+                               permissions=key.permissions, namespaces=grant_of(key, claims))
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="engram"'

@@ -20,8 +20,8 @@ from typing import Any
 
 from django.conf import settings
 
-# Characters PostgreSQL cannot store: NUL, and surrogate code points (UTF-8 has no encoding for them).
-UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+from memory.storable import UNSTORABLE, printable
+
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
@@ -37,13 +37,6 @@ class JsonProblem:
 
 def max_depth() -> int:
     return int(settings.ENGRAM_MAX_JSON_DEPTH)
-
-
-def printable(text: str) -> str:
-    """``text`` with control characters and surrogates escaped, safe to put in a JSON response."""
-    if text.isprintable() and not UNSTORABLE.search(text):
-        return text
-    return json.dumps(text, ensure_ascii=True)[1:-1]
 
 
 def _key_path(parent: str, key: str) -> str:

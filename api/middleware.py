@@ -12,6 +12,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonR
 
 from api.exceptions import RETRY_AFTER_SECONDS, database_error_body
 from api.json_values import UNSTORABLE, printable
+from memory.policy.secrets import describe, scan_payload
 
 logger = logging.getLogger("engram.api")
 
@@ -42,8 +43,6 @@ def unstorable_part(request: HttpRequest, view_kwargs: dict[str, Any]) -> str | 
 def _refuse_secret_identifiers(request: HttpRequest, view_kwargs: dict[str, Any]) -> HttpResponse | None:
     """Identifiers a client chooses (workflow ids, tool-call keys, idempotency keys) are stored and shown in
     URLs, audit rows and exports: one that looks like a secret is refused like a secret in a body (422)."""
-    from memory.policy.secrets import describe, scan_payload
-
     identifiers: dict[str, Any] = {f"path.{name}": value for name, value in view_kwargs.items()
                                    if isinstance(value, str)}
     if request.META.get("HTTP_IDEMPOTENCY_KEY"):

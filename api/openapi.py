@@ -17,6 +17,7 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse
 from rest_framework import serializers
 
+from api.fields import StrictSerializer
 from api.permissions import HasPrincipal
 
 
@@ -226,8 +227,6 @@ class EngramAutoSchema(AutoSchema):
 def doc_excludes() -> list[type]:
     """Docstrings above these classes are not descriptions: StrictSerializer's explains our code."""
     from drf_spectacular.plumbing import get_lib_doc_excludes
-
-    from api.fields import StrictSerializer
 
     return [*get_lib_doc_excludes(), StrictSerializer]
 

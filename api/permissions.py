@@ -6,7 +6,8 @@ from rest_framework import exceptions
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from api.authentication import AgentPrincipal, principal_of
+from api.authentication import principal_of
+from api.principal import AgentPrincipal
 
 
 class HasAgentKey(BasePermission):

@@ -22,8 +22,8 @@ from rest_framework import exceptions
 from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
 
-from api.authentication import AgentPrincipal
 from api.models import ThrottleCounter
+from api.principal import AgentPrincipal
 from memory import metrics
 
 # One statement: lock the client's row (or create it), roll the windows forward, count this request only if

@@ -77,8 +77,8 @@ def load(subject: Any, n: int, tag: str, progress: Any, task: Any) -> None:
     from memory.records.services import MAX_BATCH, memory_write_batch
     from memory.scope import Scope
 
-    scope = Scope(tenant_id=subject.tenant_id, subject_id=subject.pk, subject_external_id=subject.external_id,
-                  permissions=frozenset({"read", "write"}), namespaces=None, actor="system:bench")
+    scope = Scope.for_system(actor="system:bench", tenant_id=subject.tenant_id, subject_id=subject.pk,
+                             subject_external_id=subject.external_id, permissions=("read", "write"))
     all_items = items(n, tag)
     for start in range(0, n, MAX_BATCH):
         batch = all_items[start:start + MAX_BATCH]

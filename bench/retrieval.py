@@ -423,10 +423,10 @@ def run_measurements(args: Any, console: Any, tenant: Any, subjects: list[Any], 
 
     def scope_for(subject: Any) -> Any:
         if subject.pk not in scope_cache:
-            scope_cache[subject.pk] = Scope(tenant_id=tenant.pk, subject_id=subject.pk,
-                                            subject_external_id=subject.external_id,
-                                            permissions=frozenset({"read", "write"}), namespaces=None,
-                                            actor=f"agent_key:{key_id}", agent_key_id=key_id)
+            scope_cache[subject.pk] = Scope.for_agent(tenant_id=tenant.pk, subject_id=subject.pk,
+                                                      subject_external_id=subject.external_id,
+                                                      permissions=("read", "write"), namespaces=None,
+                                                      agent_key_id=key_id)
             headers_cache[subject.pk] = headers_for(subject.external_id)
         return scope_cache[subject.pk]
 
@@ -674,9 +674,9 @@ def sizes_profile(args: argparse.Namespace) -> None:  # noqa: C901 - a linear sc
             subject = Subject.objects.get(tenant=tenant, external_id=f"usr_{size}")
             token, _, _ = principal_token_mint(tenant=tenant, subject_external_id=subject.external_id, ttl=3600)
             headers = {"Authorization": f"Bearer {raw_key}", "X-Engram-Principal": token}
-            scope = Scope(tenant_id=tenant.pk, subject_id=subject.pk, subject_external_id=subject.external_id,
-                          permissions=frozenset({"read"}), namespaces=None, actor=f"agent_key:{key.pk}",
-                          agent_key_id=key.pk)
+            scope = Scope.for_agent(tenant_id=tenant.pk, subject_id=subject.pk,
+                                    subject_external_id=subject.external_id, permissions=("read",),
+                                    namespaces=None, agent_key_id=key.pk)
             picks = [rng.choice(plan[size])["query"] + f" ({n})" for n in range(args.queries + 10)]
             api, selector, logs, short = [], [], [], 0
             for i, query in enumerate(picks):
@@ -885,9 +885,8 @@ def knowledge_profile(args: argparse.Namespace) -> None:  # noqa: C901 - a linea
 
     def scope_of(external_id: str) -> Any:
         subject = Subject.objects.get(tenant=tenant, external_id=external_id)
-        return Scope(tenant_id=tenant.pk, subject_id=subject.pk, subject_external_id=external_id,
-                     permissions=frozenset({"read", "write"}), namespaces=None, actor=f"agent_key:{key.pk}",
-                     agent_key_id=key.pk)
+        return Scope.for_agent(tenant_id=tenant.pk, subject_id=subject.pk, subject_external_id=external_id,
+                               permissions=("read", "write"), namespaces=None, agent_key_id=key.pk)
 
     # The mixed-retrieval principal's own memories (idempotent per event id, so a reused load replays them).
     mixed = scope_of("usr_reads_5")

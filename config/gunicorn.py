@@ -19,6 +19,7 @@ class EngramLogger(Logger):
     def setup(self, cfg: Any) -> None:
         super().setup(cfg)
         if os.environ.get("ENGRAM_LOG_FORMAT", "plain").strip().lower() == "json":
+            # Local: gunicorn reads this file before Django is set up; its logger is set up in the worker.
             from memory.tracing import JsonFormatter
 
             for log in (self.access_log, self.error_log):
@@ -31,6 +32,7 @@ logger_class = EngramLogger
 
 def post_worker_init(worker: Any) -> None:
     """Each web process loads the embedding model (one thread) before it accepts a request."""
+    # Local: gunicorn reads this file before Django is set up; the worker has set it up by now.
     from memory.workqueues import warm_up
 
     warm_up(f"web worker {worker.pid}", 1, queries=True)

@@ -24,6 +24,7 @@ from django.views.decorators.http import require_GET
 from prometheus_client.exposition import choose_encoder
 
 from memory import metrics
+from memory.metrics_scrape import scrape_registry
 from memory.tracing import new_request_id, set_request_id, valid_request_id
 
 REQUEST_ID_HEADER = "X-Request-ID"
@@ -110,6 +111,6 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
         return refused
     # The format the scraper asks for (Prometheus' Accept header: OpenMetrics or the text format).
     encode, content_type = choose_encoder(request.META.get("HTTP_ACCEPT", ""))
-    response = HttpResponse(encode(metrics.scrape_registry()), content_type=content_type)
+    response = HttpResponse(encode(scrape_registry()), content_type=content_type)
     response["Cache-Control"] = "no-store"
     return response

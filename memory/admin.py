@@ -7,6 +7,8 @@ from typing import Any
 from django.contrib import admin, messages
 from django.http import HttpRequest
 
+from memory.errors import EngramError
+from memory.identity.services import agent_key_revoke, agent_key_rotate
 from memory.models import (
     AgentKey,
     AuditEntry,
@@ -88,17 +90,12 @@ class AgentKeyAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Revoke the selected keys (and the principal tokens they minted)")
     def revoke(self, request: HttpRequest, queryset: Any) -> None:
-        from memory.identity.services import agent_key_revoke
-
         keys = [agent_key_revoke(key=key, actor=self._actor(request)) for key in queryset]
         self.message_user(request, f"Revoked {len(keys)} key(s): {', '.join(k.prefix for k in keys)}.",
                           messages.SUCCESS)
 
     @admin.action(description="Rotate the selected keys (new secrets shown once; old keys revoked now)")
     def rotate(self, request: HttpRequest, queryset: Any) -> None:
-        from memory.errors import EngramError
-        from memory.identity.services import agent_key_rotate
-
         for key in queryset:
             try:
                 new, raw = agent_key_rotate(key=key, actor=self._actor(request))

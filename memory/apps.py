@@ -9,8 +9,8 @@ class MemoryConfig(AppConfig):
         from django.core.signals import request_finished
         from django_q.signals import post_execute_in_worker, post_spawn, pre_enqueue, pre_execute
 
-        from memory import tracing
-        from memory.workqueues import on_worker_spawn
+        from memory import tracing  # local: in ready(), once the app registry is loaded
+        from memory.workqueues import on_worker_spawn  # local: in ready(), once the app registry is loaded
 
         # Each worker process sets its model threads (and warms the model up) before its first task.
         post_spawn.connect(on_worker_spawn, dispatch_uid="engram.worker_spawn")

@@ -23,6 +23,9 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from memory.embedder_guard import GuardedEmbedder
+from memory.embedder_onnx import OnnxMiniLM, onnx_path, query_graph_path
+
 DIMENSIONS = 384
 logger = logging.getLogger(__name__)
 
@@ -69,8 +72,6 @@ def load_runtime(choice: str | None = None) -> Any:
         return TorchMiniLM(settings.ENGRAM_EMBEDDING_MODEL_PATH)
     choice = (choice or os.environ.get("ENGRAM_EMBEDDER", "auto")).lower()
     if choice in ("auto", "onnx"):
-        from memory.embedder_onnx import OnnxMiniLM, onnx_path, query_graph_path
-
         path = onnx_path()
         try:
             if path.exists():
@@ -152,7 +153,5 @@ def get_embedder() -> Embedder:
     """The process's embedder, behind the guard that turns any model failure into EmbedderUnavailable."""
     global _default
     if _default is None:
-        from memory.embedder_guard import GuardedEmbedder
-
         _default = GuardedEmbedder(MiniLMEmbedder())
     return _default

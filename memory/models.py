@@ -6,7 +6,7 @@ by ``manage.py reembed``, never the source of truth.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
@@ -25,11 +25,26 @@ if TYPE_CHECKING:
 EMBEDDING_DIMENSIONS = 384
 
 
+class TenantQuerySet(models.QuerySet["Tenant"]):
+    def reviewed_by(self, user: Any) -> TenantQuerySet:
+        """The tenants ``user`` reviews: the one place the reviewer predicate is written
+        (memory/identity/access.py builds every reviewer check on it)."""
+        return self.filter(reviewers=user.pk)
+
+
+class SubjectQuerySet(models.QuerySet["Subject"]):
+    def owned_by(self, user: Any) -> SubjectQuerySet:
+        """The subjects ``user`` is linked to (their own memories): the one place the owner predicate is written."""
+        return self.filter(users=user.pk)
+
+
 class Tenant(models.Model):
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)
     reviewers = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="reviewer_tenants", blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = TenantQuerySet.as_manager()
 
     def __str__(self) -> str:
         return self.slug
@@ -51,6 +66,8 @@ class Subject(models.Model):
     # People who may see this subject's memories in the browser (/me/).
     users = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="subjects", blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = SubjectQuerySet.as_manager()
 
     class Meta:
         constraints = [

@@ -18,9 +18,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from memory.errors import Forbidden
 from memory.namespaces import is_under
+
+
+class Subject(Protocol):
+    """What a constructor reads of a subject (memory.models.Subject, which imports this module)."""
+
+    pk: Any
+    tenant_id: int
+    external_id: str
 
 READ = "read"
 WRITE = "write"
@@ -53,6 +62,38 @@ class Scope:
     user_id: int | None = None
     reader_role: str = "agent"  # which "allowed readers" entry of a memory class applies
     extra: dict = field(default_factory=dict, compare=False)
+
+    # One constructor per kind of caller; nothing else builds a Scope (tests/test_layout.py).
+
+    @classmethod
+    def for_agent(cls, *, tenant_id: int, subject_id: int, subject_external_id: str, agent_key_id: int,
+                  permissions: Iterable[str], namespaces: tuple[str, ...] | None) -> Scope:
+        """An agent key presenting a principal token (api/authentication.py)."""
+        return cls(tenant_id=tenant_id, subject_id=subject_id, subject_external_id=subject_external_id,
+                   permissions=frozenset(permissions), namespaces=namespaces, actor=f"agent_key:{agent_key_id}",
+                   agent_key_id=agent_key_id)
+
+    @classmethod
+    def for_owner(cls, *, user_id: int, subject: Subject) -> Scope:
+        """A logged-in person on a subject they are linked to (memory/identity/access.py checks the link)."""
+        return cls(tenant_id=subject.tenant_id, subject_id=subject.pk, subject_external_id=subject.external_id,
+                   permissions=frozenset({READ, WRITE}), namespaces=None, actor=f"user:{user_id}",
+                   user_id=user_id, reader_role="owner")
+
+    @classmethod
+    def for_reviewer(cls, *, user_id: int, subject: Subject, permissions: Iterable[str] = (WRITE,)) -> Scope:
+        """A reviewer of the subject's tenant (memory/identity/access.py checks the tenant): what the
+        reviewer decides is written as the reviewer, and read as the "reviewer" reader of a class."""
+        return cls(tenant_id=subject.tenant_id, subject_id=subject.pk, subject_external_id=subject.external_id,
+                   permissions=frozenset(permissions), namespaces=None, actor=f"user:{user_id}",
+                   user_id=user_id, reader_role="reviewer")
+
+    @classmethod
+    def for_system(cls, *, actor: str, tenant_id: int, subject_id: int = 0, subject_external_id: str = "",
+                   permissions: Iterable[str] = (WRITE,), reader_role: str = "agent") -> Scope:
+        """A job or an operator's command acting on a tenant (subject 0: none) with no person behind it."""
+        return cls(tenant_id=tenant_id, subject_id=subject_id, subject_external_id=subject_external_id,
+                   permissions=frozenset(permissions), namespaces=None, actor=actor, reader_role=reader_role)
 
     def can(self, permission: str) -> bool:
         return permission in self.permissions

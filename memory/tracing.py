@@ -20,6 +20,8 @@ import time
 import uuid
 from typing import Any
 
+from memory import metrics
+
 logger = logging.getLogger("engram.tasks")
 
 _current: contextvars.ContextVar[str | None] = contextvars.ContextVar("engram_request_id", default=None)
@@ -112,8 +114,6 @@ def on_pre_execute(sender: Any, func: Any, task: dict[str, Any], **kwargs: Any) 
 
 
 def on_post_execute(sender: Any, func: Any, task: dict[str, Any], **kwargs: Any) -> None:
-    from memory import metrics
-
     token, started = _running.pop(str(task.get("id")), (None, time.perf_counter()))
     seconds = time.perf_counter() - started
     result = "succeeded" if task.get("success") else "failed"

@@ -24,6 +24,7 @@ from typing import Any
 
 from django.conf import settings
 
+from memory.embedder import get_embedder
 from memory.queues import BULK, QUEUES
 
 logger = logging.getLogger("engram.workers")
@@ -73,8 +74,6 @@ def warm_up(who: str, threads: int, *, batches: bool = False, queries: bool = Fa
     graph a web process embeds retrieve queries with."""
     if not settings.ENGRAM_WARMUP:
         return
-    from memory.embedder import get_embedder
-
     try:
         embedder = get_embedder()
         embedder.embed(["warm up"])

@@ -6,4 +6,6 @@ class ProceduresConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from procedures import retrieval_provider  # noqa: F401  (registers include: ["procedures"])
+        # Local: registration at import, once the app registry is ready (the modules import models):
+        # include: ["procedures"] for retrieval, and the evaluation's procedure steps.
+        from procedures import evaluation_steps, retrieval_provider  # noqa: F401

@@ -14,8 +14,9 @@ from typing import TypedDict
 
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
 
+from memory.content import unseal_text
 from memory.errors import NotFound
-from memory.models import Tenant
+from memory.models import Event
 from memory.scope import READ, Scope
 from procedures.models import ChangeProposal, Procedure, ProcedureVersion
 
@@ -81,10 +82,6 @@ def proposals_of(*, scope: Scope, name: str) -> QuerySet[ChangeProposal]:
 # --- reviewer reads (the UI checks the reviewer's tenant first) -----------------------------------
 
 
-def reviewer_tenants(user_id: int) -> QuerySet[Tenant]:
-    return Tenant.objects.filter(reviewers__pk=user_id).order_by("slug")
-
-
 def review_queue(tenant_ids: list[int]) -> QuerySet[ChangeProposal]:
     return (ChangeProposal.objects.filter(tenant_id__in=tenant_ids,
                                           status__in=[ChangeProposal.Status.PENDING, ChangeProposal.Status.STALE])
@@ -97,9 +94,6 @@ def tenant_procedures(tenant_ids: list[int]) -> QuerySet[Procedure]:
 
 def evidence_for(proposal: ChangeProposal) -> list[dict[str, str]]:
     """The source events' words (the proposer subject's events only), for the reviewer."""
-    from memory.content import unseal_text
-    from memory.models import Event
-
     ids = [str(i) for i in proposal.source_event_ids][:50]
     if not ids or proposal.proposer_subject_id is None:
         return []

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.http import HttpRequest
 
-from memory.models import Subject, Tenant
+from memory.identity.access import owns_any, reviews_any
 
 
 class Navigation:
@@ -18,11 +18,11 @@ class Navigation:
 
     @cached_property
     def memories(self) -> bool:
-        return bool(self.user.is_authenticated) and Subject.objects.filter(users=self.user.pk).exists()
+        return owns_any(self.user)
 
     @cached_property
     def reviews(self) -> bool:
-        return bool(self.user.is_authenticated) and Tenant.objects.filter(reviewers=self.user.pk).exists()
+        return reviews_any(self.user)
 
     @property
     def overview(self) -> bool:

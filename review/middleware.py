@@ -18,7 +18,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from api.json_values import UNSTORABLE, printable
+from memory.storable import UNSTORABLE, printable
 
 
 def _problem(text: str) -> str | None:

@@ -11,10 +11,10 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from memory.content import unseal, unseal_candidate, unseal_text
+from memory.identity.access import Reviewer, reviewer_may_read
 from memory.models import Candidate, Confidence, Conflict, MemoryRecord, Tenant
 from memory.namespaces import under_any_q
 from memory.policy.classes import class_for_namespace
-from review.access import User, reviewer_may_read
 
 MASK = "••• masked: reviewers may not read this class"
 AGES = {"day": timedelta(days=1), "week": timedelta(days=7)}
@@ -135,12 +135,13 @@ def conflict_item(conflict: Conflict) -> QueueItem:
     )
 
 
-def queue_items(*, user: User, namespace: str | None = None, kind: str | None = None, age: str | None = None,
+def queue_items(*, reviewer: Reviewer, namespace: str | None = None, kind: str | None = None, age: str | None = None,
                 item_type: str | None = None, tenant: str | None = None) -> list[QueueItem]:
-    """Pending items of the tenants ``user`` reviews, oldest first. Tenant scope is in the SQL."""
+    """Pending items of the tenants the reviewer reviews, oldest first. Tenant scope is in the SQL."""
     items: list[QueueItem] = []
     if item_type in (None, "", "candidate"):
-        candidates = _filtered(Candidate.objects.filter(tenant__reviewers=user.pk, status=Candidate.Status.REVIEW),
+        candidates = _filtered(Candidate.objects.filter(tenant_id__in=reviewer.tenant_ids,
+                                                        status=Candidate.Status.REVIEW),
                                namespace=namespace, age=age, tenant=tenant)
         if kind:
             candidates = candidates.filter(kind=kind)
@@ -149,7 +150,8 @@ def queue_items(*, user: User, namespace: str | None = None, kind: str | None = 
         heads = _live_heads(rows)
         items += [candidate_item(c, heads) for c in rows]
     if item_type in (None, "", "conflict"):
-        conflicts = _filtered(Conflict.objects.filter(tenant__reviewers=user.pk, status=Conflict.Status.OPEN),
+        conflicts = _filtered(Conflict.objects.filter(tenant_id__in=reviewer.tenant_ids,
+                                                      status=Conflict.Status.OPEN),
                               namespace=namespace, age=age, tenant=tenant)
         if kind:
             conflicts = conflicts.filter(records__kind=kind).distinct()
@@ -160,12 +162,12 @@ def queue_items(*, user: User, namespace: str | None = None, kind: str | None = 
     return sorted(items, key=lambda i: i.created_at)
 
 
-def pending_counts(*, user: User) -> list[dict[str, Any]]:
+def pending_counts(*, reviewer: Reviewer) -> list[dict[str, Any]]:
     """Per reviewed tenant: candidates waiting for review and open conflicts."""
-    tenants = Tenant.objects.filter(reviewers=user.pk).order_by("slug")
-    candidate_counts = dict(Candidate.objects.filter(tenant__reviewers=user.pk, status=Candidate.Status.REVIEW)
+    tenants = Tenant.objects.filter(pk__in=reviewer.tenant_ids).order_by("slug")
+    candidate_counts = dict(Candidate.objects.filter(tenant_id__in=reviewer.tenant_ids, status=Candidate.Status.REVIEW)
                             .values_list("tenant_id").annotate(n=Count("pk")).values_list("tenant_id", "n"))
-    conflict_counts = dict(Conflict.objects.filter(tenant__reviewers=user.pk, status=Conflict.Status.OPEN)
+    conflict_counts = dict(Conflict.objects.filter(tenant_id__in=reviewer.tenant_ids, status=Conflict.Status.OPEN)
                            .values_list("tenant_id").annotate(n=Count("pk")).values_list("tenant_id", "n"))
     return [{"tenant": t, "candidates": candidate_counts.get(t.pk, 0), "conflicts": conflict_counts.get(t.pk, 0),
              "total": candidate_counts.get(t.pk, 0) + conflict_counts.get(t.pk, 0)} for t in tenants]

@@ -4,13 +4,14 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from memory.identity.access import owned_subjects, reviewed_tenants
+
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
     """Landing page: links to what this person may use (their memories, review queues)."""
-    user = request.user
     context = {
-        "reviewer_tenants": list(user.reviewer_tenants.order_by("slug")),  # type: ignore[union-attr]
-        "subjects": list(user.subjects.select_related("tenant").order_by("external_id")),  # type: ignore[union-attr]
+        "reviewer_tenants": list(reviewed_tenants(request.user)),
+        "subjects": sorted(owned_subjects(request.user), key=lambda s: s.external_id),
     }
     return render(request, "review/home.html", context)

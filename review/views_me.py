@@ -22,58 +22,38 @@ from django.views.decorators.http import require_POST
 from memory.deletion.export import export_json
 from memory.deletion.models import DeletionJob
 from memory.deletion.presenters import job_payload
-from memory.deletion.selectors import deletion_for_user
 from memory.deletion.services import memory_delete, subject_erase
 from memory.errors import EngramError
+from memory.identity.access import access_own_deletion, access_record, access_subject, owned_subjects, owner_scope
 from memory.models import MemoryRecord, Subject
-from memory.records.selectors import memory_get, memory_history
+from memory.records.selectors import memory_history
 from memory.records.services import memory_correct
 from memory.scope import Scope
-from memory.tombstones import subject_hash
 from review.me import SOURCE_CHOICES, STATUS_CHOICES, my_deletions, my_namespaces, my_page, my_row, row_of
 from review.services import MAX_BULK_DELETE, guess_confirm, memories_delete
 
 ERASE_PHRASE = "delete everything"
 
 
-# --- access helpers -------------------------------------------------------------------------------
+# --- access (memory/identity/access.py) ----------------------------------------------------------
 
 
 def _subjects(request: HttpRequest) -> list[Subject]:
-    mine = Subject.objects.filter(users__pk=int(request.user.pk or 0))
-    return list(mine.select_related("tenant").order_by("tenant__slug", "pk"))
+    return owned_subjects(request.user)
 
 
 def _subject(request: HttpRequest) -> Subject:
     """The subject picked by ?subject= (or the form's subject), among the person's own; else their first."""
-    subjects = _subjects(request)
-    wanted = request.POST.get("subject") or request.GET.get("subject")
-    if wanted:
-        for s in subjects:
-            if str(s.pk) == wanted:
-                return s
-        raise Http404("No such subject.")
-    if not subjects:
-        raise Http404("Your account is not linked to any memories.")
-    return subjects[0]
+    return access_subject(request.user, request.POST.get("subject") or request.GET.get("subject"))
 
 
 def person_scope(request: HttpRequest, subject: Subject) -> Scope:
-    user_pk = request.user.pk
-    return Scope(tenant_id=subject.tenant_id, subject_id=subject.pk, subject_external_id=subject.external_id,
-                 permissions=frozenset({"read", "write"}), namespaces=None, actor=f"user:{user_pk}",
-                 user_id=user_pk, reader_role="owner")
+    return owner_scope(request.user, subject)
 
 
 def _record(request: HttpRequest, memory_id: str) -> tuple[Subject, Scope, MemoryRecord]:
     """The record among the person's subjects, or 404 (the same for missing and someone else's)."""
-    for subject in _subjects(request):
-        scope = person_scope(request, subject)
-        try:
-            return subject, scope, memory_get(scope=scope, memory_id=memory_id)
-        except EngramError:
-            continue
-    raise Http404("No such memory.")
+    return access_record(request.user, memory_id)
 
 
 class SearchForm(forms.Form):
@@ -237,11 +217,7 @@ def me_delete(request: HttpRequest, memory_id: str) -> HttpResponse:
 
 @login_required
 def me_deletion(request: HttpRequest, deletion_id: str) -> HttpResponse:
-    hashes = [subject_hash(s.tenant_id, s.external_id) for s in _subjects(request)]
-    try:
-        job = deletion_for_user(user_id=int(request.user.pk or 0), deletion_id=deletion_id, subject_hashes=hashes)
-    except EngramError as exc:
-        raise Http404("No such deletion.") from exc
+    job = access_own_deletion(request.user, deletion_id)
     context = {"job": job_payload(job), "finished": job.status in ("completed", "failed"),
                "poll_url": reverse("me-deletion", args=[job.pk])}
     if request.htmx:  # type: ignore[attr-defined]

@@ -1,6 +1,6 @@
 """/review/overview/: the operator's view of the system at a glance, and the pages that explain each figure.
 
-For staff (every tenant) and reviewers (the tenants they review); anyone else gets 403. Plain HTML,
+For staff (every tenant) and reviewers (the tenants they review); anyone else gets 404. Plain HTML,
 no script: each figure is one aggregate query (review/overview.py) and links to the page behind it.
 """
 
@@ -13,10 +13,10 @@ from django.urls import reverse
 
 from memory.deletion.models import DeletionJob
 from memory.deletion.presenters import job_payload
+from memory.identity.access import access_operator_deletion, operator_tenants, reviewer_of
 from memory.models import Tenant
 from memory.refusals import CODES as REFUSAL_CODES
 from review import overview
-from review.access import operator_tenants
 
 
 def _tenants(request: HttpRequest) -> tuple[list[Tenant], list[Tenant]]:
@@ -32,7 +32,7 @@ def _tenants(request: HttpRequest) -> tuple[list[Tenant], list[Tenant]]:
 
 
 def _reviewed(request: HttpRequest) -> set[int]:
-    return set(Tenant.objects.filter(reviewers=request.user.pk).values_list("pk", flat=True))
+    return set(reviewer_of(request.user).tenant_ids)
 
 
 @login_required
@@ -64,11 +64,7 @@ def overview_deletions(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def overview_deletion(request: HttpRequest, deletion_id: str) -> HttpResponse:
-    tenants = operator_tenants(request.user)
-    job = (DeletionJob.objects.filter(pk=deletion_id, tenant__in=tenants).select_related("tenant")
-           .prefetch_related("steps").first())
-    if job is None:
-        raise Http404("No such deletion.")
+    job = access_operator_deletion(request.user, deletion_id)
     return render(request, "review/overview/deletion.html", {
         "job": job_payload(job), "tenant": job.tenant, "requested_by": job.requested_by, "finished": True,
         "poll_url": reverse("overview-deletion", args=[job.pk])})

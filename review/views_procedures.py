@@ -1,63 +1,36 @@
 """/review/procedures/: reviewers diff, approve, reject and rebase procedure proposals; version history.
 
 Access: the reviewer permission is per tenant (``Tenant.reviewers``). Every page and action loads
-its object through ``reviewer_tenant_or_404``, so another tenant's reviewer gets the same 404 as
-for an id that does not exist. Anonymous visitors are sent to the login page.
+its object through ``access_proposal`` / ``access_procedure`` (procedures/access.py, on the people's
+gate), so another tenant's reviewer gets the same 404 as for an id that does not exist. Anonymous
+visitors are sent to the login page.
 """
 
 from __future__ import annotations
 
-from typing import cast
-
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.models import User
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from memory.errors import EngramError
-from memory.models import Tenant
+from memory.identity.access import reviewer_of
+from procedures.access import access_procedure, access_proposal
 from procedures.models import ChangeProposal, Procedure, ProcedureVersion
-from procedures.selectors import evidence_for, line_diff, review_queue, reviewer_tenants, tenant_procedures
+from procedures.selectors import evidence_for, line_diff, review_queue, tenant_procedures
 from procedures.services import proposal_approve, proposal_rebase, proposal_reject, rollback_propose
 
-# --- access helpers -------------------------------------------------------------------------------
-
-
-def reviewer_tenant_or_404(user_id: int, tenant_id: int) -> Tenant:
-    tenant = Tenant.objects.filter(pk=tenant_id, reviewers__pk=user_id).first()
-    if tenant is None:
-        raise Http404("Not found.")
-    return tenant
-
-
-def _reviewer(request: HttpRequest) -> User:
-    # login_required guarantees a real user; the services check that they review the tenant.
-    return cast(User, request.user)
-
-
-def _user_id(request: HttpRequest) -> int:
-    return int(request.user.pk or 0)
+# --- access (memory/identity/access.py, procedures/access.py) ------------------------------------
 
 
 def _proposal(request: HttpRequest, proposal_id: str) -> ChangeProposal:
-    proposal = (ChangeProposal.objects.select_related("procedure", "base_version", "tenant", "proposer_subject",
-                                                      "proposer_user", "decided_by")
-                .filter(pk=proposal_id).first())
-    if proposal is None:
-        raise Http404("Not found.")
-    reviewer_tenant_or_404(_user_id(request), proposal.tenant_id)
-    return proposal
+    return access_proposal(reviewer_of(request.user), proposal_id)
 
 
 def _procedure(request: HttpRequest, procedure_id: int) -> Procedure:
-    procedure = Procedure.objects.select_related("tenant").filter(pk=procedure_id).first()
-    if procedure is None:
-        raise Http404("Not found.")
-    reviewer_tenant_or_404(_user_id(request), procedure.tenant_id)
-    return procedure
+    return access_procedure(reviewer_of(request.user), procedure_id)
 
 
 def _current(procedure: Procedure) -> ProcedureVersion | None:
@@ -69,7 +42,7 @@ def _current(procedure: Procedure) -> ProcedureVersion | None:
 
 @login_required
 def procedures_home(request: HttpRequest) -> HttpResponse:
-    tenant_ids = list(reviewer_tenants(_user_id(request)).values_list("pk", flat=True))
+    tenant_ids = sorted(reviewer_of(request.user).tenant_ids)
     return render(request, "review/procedures/index.html", {
         "queue": list(review_queue(tenant_ids)),
         "procedures": list(tenant_procedures(tenant_ids)),
@@ -124,7 +97,7 @@ def proposal_approve_view(request: HttpRequest, proposal_id: str) -> HttpRespons
     if form.is_valid():
         try:
             version = proposal_approve(tenant_id=proposal.tenant_id, proposal_id=proposal.pk,
-                                       reviewer=_reviewer(request),
+                                       reviewer=reviewer_of(request.user),
                                        change_summary=form.cleaned_data["change_summary"])
         except EngramError as exc:
             _fail(request, exc)
@@ -143,7 +116,7 @@ def proposal_reject_view(request: HttpRequest, proposal_id: str) -> HttpResponse
         messages.error(request, "Give a reason for the rejection.")
         return redirect("procedure-proposal", proposal_id=proposal.pk)
     try:
-        proposal_reject(tenant_id=proposal.tenant_id, proposal_id=proposal.pk, reviewer=_reviewer(request),
+        proposal_reject(tenant_id=proposal.tenant_id, proposal_id=proposal.pk, reviewer=reviewer_of(request.user),
                         reason=form.cleaned_data["reason"])
     except EngramError as exc:
         _fail(request, exc)
@@ -157,7 +130,8 @@ def proposal_reject_view(request: HttpRequest, proposal_id: str) -> HttpResponse
 def proposal_rebase_action(request: HttpRequest, proposal_id: str) -> HttpResponse:
     proposal = _proposal(request, proposal_id)
     try:
-        rebased = proposal_rebase(tenant_id=proposal.tenant_id, proposal_id=proposal.pk, reviewer=_reviewer(request))
+        rebased = proposal_rebase(tenant_id=proposal.tenant_id, proposal_id=proposal.pk,
+                                  reviewer=reviewer_of(request.user))
     except EngramError as exc:
         _fail(request, exc)
         return redirect("procedure-proposal", proposal_id=proposal.pk)
@@ -194,7 +168,7 @@ def version_rollback(request: HttpRequest, procedure_id: int, number: int) -> Ht
     procedure = _procedure(request, procedure_id)
     try:
         proposal = rollback_propose(tenant_id=procedure.tenant_id, procedure_id=procedure.pk, number=number,
-                                    reviewer=_reviewer(request))
+                                    reviewer=reviewer_of(request.user))
     except EngramError as exc:
         _fail(request, exc)
         return redirect("procedure-history", procedure_id=procedure.pk)

@@ -20,8 +20,8 @@ from django.views.decorators.http import require_POST
 from memory.consolidation import review as services
 from memory.content import unseal_parts
 from memory.errors import EngramError
+from memory.identity.access import access_candidate, access_conflict, reviewer_may_read, reviewer_of
 from memory.models import Candidate
-from review.access import candidate_for_reviewer, conflict_for_reviewer, reviewer_may_read, reviewer_tenants
 from review.queue import AGES, candidate_item, conflict_item, pending_counts, queue_items
 
 KEPT_CURRENT = "kept the current record"
@@ -63,12 +63,13 @@ def _back(request: HttpRequest) -> HttpResponse:
 def queue(request: HttpRequest) -> HttpResponse:
     filters = FilterForm(request.GET)
     data: dict[str, Any] = filters.cleaned_data if filters.is_valid() else {}
-    items = queue_items(user=request.user, namespace=data.get("namespace") or None, kind=data.get("kind") or None,
+    reviewer = reviewer_of(request.user)
+    items = queue_items(reviewer=reviewer, namespace=data.get("namespace") or None, kind=data.get("kind") or None,
                         age=data.get("age") or None, item_type=data.get("type") or None,
                         tenant=data.get("tenant") or None)
     return render(request, "review/queue/list.html", {
-        "filters": filters, "items": items, "counts": pending_counts(user=request.user), "ages": AGES,
-        "reviews_any": bool(reviewer_tenants(request.user)), "next": request.get_full_path(),
+        "filters": filters, "items": items, "counts": pending_counts(reviewer=reviewer), "ages": AGES,
+        "reviews_any": reviewer.reviews_any, "next": request.get_full_path(),
     })
 
 
@@ -77,9 +78,9 @@ def _done(request: HttpRequest, item_type: str, item_id: str, text: str, *, erro
     (messages.error if error else messages.success)(request, text)
     if getattr(request, "htmx", False):
         if item_type == "candidate":
-            item = candidate_item(candidate_for_reviewer(request.user, item_id))
+            item = candidate_item(access_candidate(reviewer_of(request.user), item_id))
         else:
-            item = conflict_item(conflict_for_reviewer(request.user, int(item_id)))
+            item = conflict_item(access_conflict(reviewer_of(request.user), int(item_id)))
         return render(request, "review/queue/_row.html", {"item": item, "note": text, "error": error,
                                                            "next": request.POST.get("next", "")})
     return _back(request)
@@ -94,9 +95,10 @@ def _approval_text(approval: services.Approval) -> str:
 
 
 def _approve(request: HttpRequest, candidate_id: str) -> HttpResponse:
-    candidate_for_reviewer(request.user, candidate_id)
+    reviewer = reviewer_of(request.user)
+    access_candidate(reviewer, candidate_id)
     try:
-        approval = services.candidate_approve(reviewer=request.user, candidate_id=candidate_id)
+        approval = services.candidate_approve(reviewer=reviewer, candidate_id=candidate_id)
     except EngramError as exc:
         return _done(request, "candidate", candidate_id, exc.detail, error=True)
     return _done(request, "candidate", candidate_id, _approval_text(approval))
@@ -104,7 +106,7 @@ def _approve(request: HttpRequest, candidate_id: str) -> HttpResponse:
 
 def _reject(request: HttpRequest, candidate_id: str, reason: str) -> HttpResponse:
     try:
-        services.candidate_reject(reviewer=request.user, candidate_id=candidate_id, reason=reason)
+        services.candidate_reject(reviewer=reviewer_of(request.user), candidate_id=candidate_id, reason=reason)
     except EngramError as exc:
         return _done(request, "candidate", candidate_id, exc.detail, error=True)
     return _done(request, "candidate", candidate_id, f"Rejected {candidate_id}.")
@@ -119,7 +121,7 @@ def candidate_approve(request: HttpRequest, candidate_id: str) -> HttpResponse:
 @login_required
 @require_POST
 def candidate_reject(request: HttpRequest, candidate_id: str) -> HttpResponse:
-    candidate_for_reviewer(request.user, candidate_id)
+    access_candidate(reviewer_of(request.user), candidate_id)
     form = RejectForm(request.POST)
     if not form.is_valid():
         return _done(request, "candidate", candidate_id, "Say why the candidate is rejected.", error=True)
@@ -129,7 +131,7 @@ def candidate_reject(request: HttpRequest, candidate_id: str) -> HttpResponse:
 @login_required
 @require_POST
 def candidate_keep_current(request: HttpRequest, candidate_id: str) -> HttpResponse:
-    candidate_for_reviewer(request.user, candidate_id)
+    access_candidate(reviewer_of(request.user), candidate_id)
     return _reject(request, candidate_id, KEPT_CURRENT)
 
 
@@ -149,7 +151,8 @@ def _value_from(text: str, original: Any) -> Any:
 @login_required
 def candidate_edit(request: HttpRequest, candidate_id: str) -> HttpResponse:
     """GET: the edit form. POST: edit and approve."""
-    candidate = candidate_for_reviewer(request.user, candidate_id)
+    reviewer = reviewer_of(request.user)
+    candidate = access_candidate(reviewer, candidate_id)
     if not reviewer_may_read(candidate.memory_class) or candidate.status != Candidate.Status.REVIEW:
         messages.error(request, "This candidate cannot be edited here.")
         return redirect("review-queue")
@@ -160,7 +163,7 @@ def candidate_edit(request: HttpRequest, candidate_id: str) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         try:
             value = _value_from(form.cleaned_data["value"], original)
-            approval = services.candidate_edit_approve(reviewer=request.user, candidate_id=candidate_id,
+            approval = services.candidate_edit_approve(reviewer=reviewer, candidate_id=candidate_id,
                                                        value=value, text=form.cleaned_data["text"])
         except json.JSONDecodeError:
             form.add_error("value", "This value is JSON; enter valid JSON.")
@@ -175,9 +178,10 @@ def candidate_edit(request: HttpRequest, candidate_id: str) -> HttpResponse:
 @login_required
 @require_POST
 def conflict_keep_current(request: HttpRequest, conflict_id: int) -> HttpResponse:
-    conflict_for_reviewer(request.user, conflict_id)
+    reviewer = reviewer_of(request.user)
+    access_conflict(reviewer, conflict_id)
     try:
-        services.conflict_keep_current(reviewer=request.user, conflict_id=conflict_id)
+        services.conflict_keep_current(reviewer=reviewer, conflict_id=conflict_id)
     except EngramError as exc:
         return _done(request, "conflict", str(conflict_id), exc.detail, error=True)
     return _done(request, "conflict", str(conflict_id), "Kept the current record.")
@@ -186,9 +190,10 @@ def conflict_keep_current(request: HttpRequest, conflict_id: int) -> HttpRespons
 @login_required
 @require_POST
 def conflict_use_proposed(request: HttpRequest, conflict_id: int) -> HttpResponse:
-    conflict_for_reviewer(request.user, conflict_id)
+    reviewer = reviewer_of(request.user)
+    access_conflict(reviewer, conflict_id)
     try:
-        services.conflict_use_proposed(reviewer=request.user, conflict_id=conflict_id)
+        services.conflict_use_proposed(reviewer=reviewer, conflict_id=conflict_id)
     except EngramError as exc:
         return _done(request, "conflict", str(conflict_id), exc.detail, error=True)
     return _done(request, "conflict", str(conflict_id), "Used the proposed record.")
@@ -203,12 +208,12 @@ def bulk(request: HttpRequest) -> HttpResponse:
         messages.error(request, "Select items and an action.")
         return _back(request)
     if form.cleaned_data["action"] == "approve":
-        result = services.candidates_bulk_approve(reviewer=request.user, candidate_ids=ids)
+        result = services.candidates_bulk_approve(reviewer=reviewer_of(request.user), candidate_ids=ids)
     else:
         if not form.cleaned_data["reason"].strip():
             messages.error(request, "Say why the selected candidates are rejected.")
             return _back(request)
-        result = services.candidates_bulk_reject(reviewer=request.user, candidate_ids=ids,
+        result = services.candidates_bulk_reject(reviewer=reviewer_of(request.user), candidate_ids=ids,
                                                  reason=form.cleaned_data["reason"])
     verb = "Approved" if form.cleaned_data["action"] == "approve" else "Rejected"
     if result.done:

@@ -7,7 +7,8 @@ nothing else: what the agent was given is exactly what the log says.
 
 Who may look: reviewers of the log's tenant (the same people who may read the tenant's review queues).
 Everything else is a 404 (the same for a missing id and another tenant's), and no session means login.
-Texts of records whose class does not list "reviewer" among its allowed readers are masked, as in the queue.
+Texts of records whose class does not list "reviewer" among its allowed readers are masked, as in the queue:
+the log is read through the same selector as an agent's, with the reviewer's scope (memory/identity/access.py).
 """
 
 from __future__ import annotations
@@ -16,33 +17,24 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Max
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from memory.models import MemoryRecord, Subject
+from memory.identity.access import access_retrieval_log, access_reviewed_subject, reviewer_of
 from memory.retrieval.models import RetrievalLog
-from review.access import reviewer_may_read, reviewer_tenants
 
 RECENT = 50
-MASKED = "(hidden: this memory class is not readable by reviewers)"
-
-
-def _logs_for(request: HttpRequest) -> Any:
-    return RetrievalLog.objects.filter(tenant__reviewers=request.user.pk)
 
 
 @login_required
 def retrievals(request: HttpRequest) -> HttpResponse:
     """Subjects with recent retrievals in the viewer's tenants; with ?subject=<id>, that subject's retrievals."""
-    tenants = reviewer_tenants(request.user)
-    logs = _logs_for(request)
+    reviewer = reviewer_of(request.user)
+    logs = RetrievalLog.objects.filter(tenant_id__in=reviewer.tenant_ids)
     subject = None
     wanted = request.GET.get("subject", "")
     if wanted:
-        subject = Subject.objects.filter(pk=int(wanted) if wanted.isdigit() else 0,
-                                         tenant__reviewers=request.user.pk).select_related("tenant").first()
-        if subject is None:
-            raise Http404("No such subject in your tenants.")
+        subject = access_reviewed_subject(reviewer, wanted)
     subjects = (logs.values("subject_id", "subject__external_id", "subject__display_name", "tenant__slug")
                 .annotate(last=Max("created_at"), count=Count("id")).order_by("-last")[:RECENT])
     rows = []
@@ -51,19 +43,13 @@ def retrievals(request: HttpRequest) -> HttpResponse:
             rows.append({"log": log, "served": sum(1 for c in log.candidates if c.get("selected")),
                          "considered": len(log.candidates)})
     return render(request, "review/retrievals/index.html",
-                  {"is_reviewer": bool(tenants), "subjects": subjects, "subject": subject, "rows": rows})
+                  {"is_reviewer": reviewer.reviews_any, "subjects": subjects, "subject": subject, "rows": rows})
 
 
 @login_required
 def retrieval_detail(request: HttpRequest, retrieval_id: str) -> HttpResponse:
-    log = _logs_for(request).select_related("tenant", "subject").filter(pk=retrieval_id).first()
-    if log is None:
-        raise Http404("No such retrieval in your tenants.")
-    ids = [c["memory_id"] for c in log.candidates if c.get("memory_id")]
-    records = {r.pk: r for r in MemoryRecord.objects.filter(pk__in=ids, tenant_id=log.tenant_id)
-               .select_related("memory_class").only("id", "source_type", "memory_class")}
-    candidates = [_candidate(n, entry, records.get(entry.get("memory_id") or ""))
-                  for n, entry in enumerate(log.candidates, start=1)]
+    log = access_retrieval_log(reviewer_of(request.user), retrieval_id)
+    candidates = [_candidate(n, entry) for n, entry in enumerate(log.candidates, start=1)]
     kept = [c for c in candidates if c["selected"]]
     return render(request, "review/retrievals/detail.html", {
         "log": log, "candidates": candidates, "kept": len(kept),
@@ -73,12 +59,10 @@ def retrieval_detail(request: HttpRequest, retrieval_id: str) -> HttpResponse:
     })
 
 
-def _candidate(position: int, entry: dict[str, Any], record: MemoryRecord | None) -> dict[str, Any]:
-    readable = record is None or reviewer_may_read(record.memory_class)
+def _candidate(position: int, entry: dict[str, Any]) -> dict[str, Any]:
+    readable = not entry.get("masked")
     text = entry.get("text")
-    if not readable and text:
-        text = MASKED
-    elif entry.get("reason") == "deleted":
+    if (readable or not text) and entry.get("reason") == "deleted":  # a masked text stays masked
         text = "(deleted)"
     return {
         "position": position, "source": entry.get("source", "memory"), "id": entry.get("id"),
@@ -86,7 +70,7 @@ def _candidate(position: int, entry: dict[str, Any], record: MemoryRecord | None
         "lexical_rank": entry.get("lexical_rank"), "semantic_rank": entry.get("semantic_rank"),
         "similarity": entry.get("similarity"), "lexical": entry.get("lexical"),
         "relevance": entry.get("relevance"), "score": entry.get("score"), "tokens": entry.get("tokens"),
-        "authority": entry.get("authority") or (record.source_type if record else None),
+        "authority": entry.get("authority"),
         "status": entry.get("status"), "selected": bool(entry.get("selected")),
         "reason": entry.get("reason") or ("kept" if entry.get("selected") else None),
         "namespace": "/".join(entry.get("namespace") or []),

@@ -6,12 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpResponse
-from django.urls import reverse
 from drf_spectacular.drainage import set_override
 from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import exceptions, serializers, status
+from rest_framework import exceptions, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -19,6 +18,7 @@ from rest_framework.views import APIView
 from api.authentication import AgentKeyAuthentication, grant_of, scope_of
 from api.openapi import AGENT, Tags, errors
 from api.records import RecordOut
+from api.shared_payloads import DeletionAcceptedOut, accepted
 from memory.deletion.export import export_json
 from memory.deletion.models import DeletionJob
 from memory.deletion.presenters import job_payload
@@ -27,12 +27,6 @@ from memory.deletion.services import subject_erase
 from memory.identity.services import PrincipalClaims
 from memory.models import AgentKey
 from memory.scope import Scope
-
-
-class DeletionAcceptedOut(serializers.Serializer):
-    deletion_id = serializers.CharField()
-    status = serializers.ChoiceField(choices=DeletionJob.Status.choices)
-    status_url = serializers.CharField(help_text="GET it to follow the job until `completed`.")
 
 
 class StepOut(serializers.Serializer):
@@ -101,13 +95,6 @@ class ExportSections(OpenApiSerializerExtension):
         return schema
 
 
-def accepted(job: DeletionJob) -> Response:
-    """The 202 body of DELETE /memories/{id} and DELETE /subject."""
-    url = reverse("api:deletion-detail", kwargs={"deletion_id": job.pk})
-    return Response({"deletion_id": job.pk, "status": job.status, "status_url": url},
-                    status=status.HTTP_202_ACCEPTED)
-
-
 class ErasedSubjectTolerantAuthentication(AgentKeyAuthentication):
     """For the job status only: a valid token whose subject was erased still names the subject (by
     external id in the signed claims), so the caller can watch its erasure complete."""
@@ -118,9 +105,8 @@ class ErasedSubjectTolerantAuthentication(AgentKeyAuthentication):
         except exceptions.AuthenticationFailed as exc:
             if exc.get_codes() != "invalid_principal":
                 raise
-        return Scope(tenant_id=key.tenant_id, subject_id=0, subject_external_id=claims.subject_external_id,
-                     permissions=frozenset(key.permissions), namespaces=grant_of(key, claims),
-                     actor=f"agent_key:{key.pk}", agent_key_id=key.pk)
+        return Scope.for_agent(tenant_id=key.tenant_id, subject_id=0, subject_external_id=claims.subject_external_id,
+                               agent_key_id=key.pk, permissions=key.permissions, namespaces=grant_of(key, claims))
 
 
 # It takes the same two credentials as its parent: one pair of security schemes in the schema.

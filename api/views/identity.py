@@ -14,6 +14,7 @@ from api.fields import NamespaceField, StrictSerializer, integer
 from api.openapi import AGENT, BODY, Tags, errors
 from api.permissions import HasAgentKey
 from memory.identity.services import principal_token_mint, principal_token_verify
+from memory.queues import QUEUES
 from memory.retrieval.derived import derived_pending_by_kind
 
 
@@ -83,8 +84,6 @@ def queue_depths() -> dict[str, dict[str, int]]:
     from django.db.models import Count, Q
     from django.utils import timezone
     from django_q.models import OrmQ
-
-    from memory.queues import QUEUES
 
     now = timezone.now()
     rows = {r["key"]: r for r in OrmQ.objects.values("key").annotate(

@@ -14,7 +14,7 @@ from api.authentication import scope_of
 from api.fields import NameField, NamespaceField, NamespacePathField, StrictSerializer, check_body_scope
 from api.openapi import AGENT, BODY, ErrorOut, Tags, errors
 from api.records import RECORD_EXAMPLE, RecordOut
-from api.views.threads import SeqRangeOut, SummarizerOut
+from api.shared_payloads import SeqRangeOut, SummarizerOut
 from memory.models import MemoryType
 from memory.policy.secrets import refuse_secrets
 from memory.records.presenters import record_payload

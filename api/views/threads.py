@@ -17,6 +17,7 @@ from api.authentication import scope_of
 from api.fields import StrictSerializer, check_body_scope, check_json_value, integer, text_field
 from api.openapi import AGENT, BODY, ETAG, IDEMPOTENCY_KEY, IF_MATCH, IF_NONE_MATCH, Tags, errors, written
 from api.paging import PageIn, page_body
+from api.shared_payloads import SeqRangeOut, SummarizerOut
 from memory.errors import InvalidInput
 from memory.scope import Scope
 from memory.threads import selectors
@@ -113,16 +114,6 @@ class ThreadClearedOut(serializers.Serializer):
 class DeletedEventOut(EventOut):
     stale_summaries = serializers.ListField(child=serializers.CharField(),
                                             help_text="Summaries over the event, made stale (and blanked) now.")
-
-
-class SeqRangeOut(serializers.Serializer):
-    from_seq = serializers.IntegerField()
-    to_seq = serializers.IntegerField()
-
-
-class SummarizerOut(serializers.Serializer):
-    name = serializers.CharField()
-    version = serializers.CharField()
 
 
 class SummaryOut(serializers.Serializer):

@@ -270,9 +270,8 @@ def _keep_as_record(candidate: Candidate) -> MemoryRecord:
     never a precedence head, so it cannot outrank or replace a confirmed fact; a newer inference for
     the key supersedes an older candidate record. The caller holds the key lock."""
     assert candidate.source_event is not None  # a candidate's event is deleted only with the candidate
-    scope = Scope(tenant_id=candidate.tenant_id, subject_id=candidate.subject_id,
-                  subject_external_id=candidate.subject.external_id, permissions=frozenset({WRITE}),
-                  namespaces=None, actor=ACTOR)
+    scope = Scope.for_system(actor=ACTOR, tenant_id=candidate.tenant_id, subject_id=candidate.subject_id,
+                             subject_external_id=candidate.subject.external_id, permissions=(WRITE,))
     item = RecordInput(namespace=candidate.namespace, kind=candidate.kind, field=candidate.field,
                        value=candidate.fact.get("value"), text=candidate.text,
                        event_id=candidate.source_event.external_id, source_type=SourceType.MODEL_INFERRED,

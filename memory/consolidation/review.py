@@ -4,7 +4,11 @@ Approval goes through the write gate (memory/records/gate.py) with ``source_type
 so the checks and the precedence policy apply exactly as on the API: the class must take
 candidates, an approved inference never outranks an explicit statement, an org record or a
 verified outcome (it is kept inactive), and the reviewer is the audit actor. The gate writes the
-record's audit row (``memory.approve``); the decision on the candidate has its own row.
+record's audit row (``memory.approve``); the decision on the candidate has its own row. Resolving a
+conflict changes records through the gate too (``records_supersede``), with a row per record.
+
+Every service takes the checked caller (a ``Reviewer`` from memory/identity/access.py) and finds its
+object through the same access helper as the pages, so a foreign id is the same "not found" everywhere.
 """
 
 from __future__ import annotations
@@ -12,21 +16,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import transaction
 from django.utils import timezone
 
 from memory.audit import audit
 from memory.content import unseal_parts
 from memory.errors import Conflict as ConflictError
-from memory.errors import EngramError, Forbidden, InvalidInput, NotFound
+from memory.errors import EngramError, Forbidden, InvalidInput
+from memory.identity.access import Reviewer, access_candidate, access_conflict
 from memory.models import Candidate, Conflict, MemoryRecord, RecordStatus, SourceType
 from memory.normalise import fact_hash
 from memory.policy.classes import class_for_namespace, readable_by
-from memory.records.gate import RecordInput, Write, WriteResult, lock_record_keys, write_one
-from memory.scope import WRITE, Scope
+from memory.records.gate import RecordInput, Write, WriteResult, lock_record_keys, records_supersede, write_one
 
-User = AbstractBaseUser | AnonymousUser
 MAX_REASON = 200
 
 
@@ -46,22 +48,9 @@ class BulkResult:
     failed: dict[str, str] = field(default_factory=dict)
 
 
-def _actor(reviewer: User) -> str:
-    return f"user:{reviewer.pk}"
-
-
-def _reviewable_candidate(reviewer: User, candidate_id: str) -> Candidate:
-    # Scope in SQL: the reviewer must review the candidate's tenant; anything else is "not found".
-    candidate = (Candidate.objects.select_related("subject", "source_event")
-                 .filter(pk=candidate_id, tenant__reviewers=reviewer.pk).first())
-    if candidate is None:
-        raise NotFound(f"No candidate '{candidate_id}' in your review queues.")
-    return candidate
-
-
-def _locked_for_decision(reviewer: User, candidate_id: str) -> Candidate:
+def _locked_for_decision(reviewer: Reviewer, candidate_id: str) -> Candidate:
     """Lock order as in consolidation: key lock, then the candidate row."""
-    peek = _reviewable_candidate(reviewer, candidate_id)
+    peek = access_candidate(reviewer, candidate_id)
     lock_record_keys(peek.tenant_id, peek.subject_id, [(peek.namespace, peek.field)])
     candidate = (Candidate.objects.select_for_update(of=("self",)).select_related("subject", "source_event")
                  .get(pk=peek.pk))
@@ -71,13 +60,7 @@ def _locked_for_decision(reviewer: User, candidate_id: str) -> Candidate:
     return candidate
 
 
-def _scope_for(candidate: Candidate, reviewer: User) -> Scope:
-    return Scope(tenant_id=candidate.tenant_id, subject_id=candidate.subject_id,
-                 subject_external_id=candidate.subject.external_id, permissions=frozenset({WRITE}), namespaces=None,
-                 actor=_actor(reviewer), user_id=reviewer.pk, reader_role="reviewer")
-
-
-def _approve(*, reviewer: User, candidate_id: str, value: Any, text: str, edited: bool) -> Approval:
+def _approve(*, reviewer: Reviewer, candidate_id: str, value: Any, text: str, edited: bool) -> Approval:
     candidate = _locked_for_decision(reviewer, candidate_id)
     memory_class = class_for_namespace(tenant_id=candidate.tenant_id, namespace=candidate.namespace)
     if edited and memory_class is not None and not readable_by(memory_class, "reviewer"):
@@ -93,14 +76,14 @@ def _approve(*, reviewer: User, candidate_id: str, value: Any, text: str, edited
                        memory_type=candidate.memory_type)
     evidence_events = tuple(sorted({e["event_id"] for e in candidate.evidence if e.get("event_id")}))
     # The gate retires the unreviewed candidate records of this key once the approved record is active.
-    result = write_one(scope=_scope_for(candidate, reviewer), write=Write(
+    result = write_one(scope=reviewer.scope(candidate.subject), write=Write(
         item=item, action="memory.approve", event=event, tombstone_value=True, tombstone_events=evidence_events,
         audit={"candidate_id": candidate.pk, "edited": edited}))
     assert result.decision is not None
     Candidate.objects.filter(pk=candidate.pk).update(
-        status=Candidate.Status.APPROVED, result_record=result.record, decided_by_id=reviewer.pk,
+        status=Candidate.Status.APPROVED, result_record=result.record, decided_by_id=reviewer.user_id,
         decided_at=timezone.now(), updated_at=timezone.now())
-    audit(actor=_actor(reviewer), action="candidate.edit_approve" if edited else "candidate.approve",
+    audit(actor=reviewer.actor, action="candidate.edit_approve" if edited else "candidate.approve",
           object_type="candidate", object_id=candidate.pk, tenant_id=candidate.tenant_id,
           subject_id=candidate.subject_id,
           data={"record": result.record.pk, "outcome": result.decision.outcome.value, "edited": edited,
@@ -110,21 +93,21 @@ def _approve(*, reviewer: User, candidate_id: str, value: Any, text: str, edited
 
 
 @transaction.atomic
-def candidate_approve(*, reviewer: User, candidate_id: str) -> Approval:
+def candidate_approve(*, reviewer: Reviewer, candidate_id: str) -> Approval:
     """Approve the candidate as proposed."""
-    candidate = _reviewable_candidate(reviewer, candidate_id)
+    candidate = access_candidate(reviewer, candidate_id)
     fact, text = unseal_parts(candidate.fact, candidate.text)
     return _approve(reviewer=reviewer, candidate_id=candidate_id, value=fact.get("value"), text=text, edited=False)
 
 
 @transaction.atomic
-def candidate_edit_approve(*, reviewer: User, candidate_id: str, value: Any, text: str) -> Approval:
+def candidate_edit_approve(*, reviewer: Reviewer, candidate_id: str, value: Any, text: str) -> Approval:
     """Approve with the reviewer's wording and value (secret-scanned like any write)."""
     return _approve(reviewer=reviewer, candidate_id=candidate_id, value=value, text=text, edited=True)
 
 
 @transaction.atomic
-def candidate_reject(*, reviewer: User, candidate_id: str, reason: str) -> Candidate:
+def candidate_reject(*, reviewer: Reviewer, candidate_id: str, reason: str) -> Candidate:
     reason = " ".join(reason.split())
     if not reason:
         raise InvalidInput("Say why the candidate is rejected.", code="reason_required")
@@ -133,21 +116,19 @@ def candidate_reject(*, reviewer: User, candidate_id: str, reason: str) -> Candi
     candidate = _locked_for_decision(reviewer, candidate_id)
     now = timezone.now()
     Candidate.objects.filter(pk=candidate.pk).update(
-        status=Candidate.Status.REJECTED, decided_by_id=reviewer.pk, decided_at=now, updated_at=now,
+        status=Candidate.Status.REJECTED, decided_by_id=reviewer.user_id, decided_at=now, updated_at=now,
         reasons=[*candidate.reasons, {"code": "rejected_by_reviewer", "detail": reason}])
     # The reason stays on the candidate (it may quote content); the audit row holds ids only.
-    audit(actor=_actor(reviewer), action="candidate.reject", object_type="candidate", object_id=candidate.pk,
+    audit(actor=reviewer.actor, action="candidate.reject", object_type="candidate", object_id=candidate.pk,
           tenant_id=candidate.tenant_id, subject_id=candidate.subject_id, data={})
     candidate.refresh_from_db()
     return candidate
 
 
-def _locked_conflict(reviewer: User, conflict_id: int) -> tuple[Conflict, list[MemoryRecord]]:
-    peek = Conflict.objects.filter(pk=conflict_id, tenant__reviewers=reviewer.pk).first()
-    if peek is None:
-        raise NotFound(f"No conflict '{conflict_id}' in your review queues.")
+def _locked_conflict(reviewer: Reviewer, conflict_id: int) -> tuple[Conflict, list[MemoryRecord]]:
+    peek = access_conflict(reviewer, conflict_id)
     lock_record_keys(peek.tenant_id, peek.subject_id, [(peek.namespace, peek.field)])
-    conflict = Conflict.objects.select_for_update().get(pk=peek.pk)
+    conflict = Conflict.objects.select_for_update(of=("self",)).select_related("subject").get(pk=peek.pk)
     if conflict.status != Conflict.Status.OPEN:
         raise ConflictError(f"Conflict '{conflict_id}' was already resolved.", code="already_decided")
     records = list(conflict.records.select_for_update().order_by("created_at", "pk"))
@@ -156,23 +137,21 @@ def _locked_conflict(reviewer: User, conflict_id: int) -> tuple[Conflict, list[M
     return conflict, records
 
 
-def _resolve(*, reviewer: User, conflict_id: int, keep_current: bool) -> Conflict:
+def _resolve(*, reviewer: Reviewer, conflict_id: int, keep_current: bool) -> Conflict:
     """The newest record of a conflict is the proposed one; the older ones are current."""
     conflict, records = _locked_conflict(reviewer, conflict_id)
     proposed, current = records[-1], records[:-1]
     winner = current[-1] if keep_current else proposed
     losers = [proposed] if keep_current else current
     reason = f"conflict {conflict.pk} resolved by a reviewer: {'kept current' if keep_current else 'used proposed'}"
-    loser_ids = [r.pk for r in losers if r.status == RecordStatus.ACTIVE]
-    MemoryRecord.objects.filter(pk__in=loser_ids).update(
-        status=RecordStatus.SUPERSEDED, superseded_by=winner, status_reason=reason[:200])
-    if not keep_current and winner.supersedes_id is None:
-        MemoryRecord.objects.filter(pk=winner.pk).update(supersedes=current[-1])
+    loser_ids = records_supersede(scope=reviewer.scope(conflict.subject), winner=winner, losers=losers,
+                                  reason=reason, action="memory.conflict_resolve",
+                                  link=None if keep_current else current[-1], data={"conflict_id": conflict.pk})
     now = timezone.now()
     Conflict.objects.filter(pk=conflict.pk).update(
         status=Conflict.Status.RESOLVED, resolved_at=now,
         resolution="kept current" if keep_current else "used proposed")
-    audit(actor=_actor(reviewer), action="conflict.keep_current" if keep_current else "conflict.use_proposed",
+    audit(actor=reviewer.actor, action="conflict.keep_current" if keep_current else "conflict.use_proposed",
           object_type="conflict", object_id=str(conflict.pk), tenant_id=conflict.tenant_id,
           subject_id=conflict.subject_id, data={"kept": winner.pk, "superseded": loser_ids})
     conflict.refresh_from_db()
@@ -180,16 +159,16 @@ def _resolve(*, reviewer: User, conflict_id: int, keep_current: bool) -> Conflic
 
 
 @transaction.atomic
-def conflict_keep_current(*, reviewer: User, conflict_id: int) -> Conflict:
+def conflict_keep_current(*, reviewer: Reviewer, conflict_id: int) -> Conflict:
     return _resolve(reviewer=reviewer, conflict_id=conflict_id, keep_current=True)
 
 
 @transaction.atomic
-def conflict_use_proposed(*, reviewer: User, conflict_id: int) -> Conflict:
+def conflict_use_proposed(*, reviewer: Reviewer, conflict_id: int) -> Conflict:
     return _resolve(reviewer=reviewer, conflict_id=conflict_id, keep_current=False)
 
 
-def candidates_bulk_approve(*, reviewer: User, candidate_ids: list[str]) -> BulkResult:
+def candidates_bulk_approve(*, reviewer: Reviewer, candidate_ids: list[str]) -> BulkResult:
     """Each item in its own transaction: one stale item does not undo the others."""
     result = BulkResult()
     for candidate_id in dict.fromkeys(candidate_ids):
@@ -202,7 +181,7 @@ def candidates_bulk_approve(*, reviewer: User, candidate_ids: list[str]) -> Bulk
     return result
 
 
-def candidates_bulk_reject(*, reviewer: User, candidate_ids: list[str], reason: str) -> BulkResult:
+def candidates_bulk_reject(*, reviewer: Reviewer, candidate_ids: list[str], reason: str) -> BulkResult:
     result = BulkResult()
     for candidate_id in dict.fromkeys(candidate_ids):
         try:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from memory.consolidation import consolidate
+
 
 def consolidate_candidate(candidate_id: str) -> str:
     """Consolidate one pending candidate; a re-delivered task changes nothing."""
-    from memory.consolidation import consolidate
-
     return consolidate(candidate_id)

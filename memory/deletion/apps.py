@@ -8,4 +8,5 @@ class DeletionConfig(AppConfig):
 
     def ready(self) -> None:
         # Registers the long-term memory's purge surfaces and read checks (memory/deletion/registry.py).
+        # Local: a module that registers imports models, which exist only once the app registry is loaded.
         from memory.deletion import core_surfaces  # noqa: F401

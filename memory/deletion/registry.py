@@ -1,6 +1,8 @@
 """Where deletion reaches: every area registers the surfaces that may hold memory content.
 
-A *purge surface* removes or blanks content for a DeletionTarget and returns how many rows it
+A *request hook* runs when a deletion is asked for, in the request's transaction, before any job
+step: what must leave retrieval at once (thread summaries over the deleted records' events) goes
+there. A *purge surface* removes or blanks content for a DeletionTarget and returns how many rows it
 touched; it must be idempotent (a retried step runs it again). A *read check* re-reads one read
 surface as the owning principal and returns the places where a marker still shows (empty = clean);
 the deletion job reports ``completed`` only when every read check comes back empty.
@@ -40,6 +42,7 @@ class DeletionTarget:
 
 PurgeFn = Callable[[DeletionTarget], int]
 ReadCheckFn = Callable[[DeletionTarget], list[str]]
+HookFn = Callable[[DeletionTarget], object]
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,21 @@ class Surface:
 
 _surfaces: dict[str, Surface] = {}
 _read_checks: dict[str, ReadCheckFn] = {}
+_request_hooks: dict[str, HookFn] = {}
+
+
+def on_request(name: str) -> Callable[[HookFn], HookFn]:
+    """Register a hook run when a deletion is asked for (``memory.deletion.services``), in its transaction."""
+
+    def register(fn: HookFn) -> HookFn:
+        _request_hooks[name] = fn
+        return fn
+
+    return register
+
+
+def request_hooks() -> list[HookFn]:
+    return [fn for _, fn in sorted(_request_hooks.items())]
 
 
 def purge_surface(name: str, *, order: int = 50) -> Callable[[PurgeFn], PurgeFn]:

@@ -18,6 +18,7 @@ from django.db.models.functions import Now
 
 from memory.audit import audit
 from memory.deletion.models import DeletionJob
+from memory.deletion.services import retention_delete
 from memory.models import MemoryRecord, RecordStatus, Tombstone
 from memory.retrieval.services import retrieval_logs_purge_expired
 
@@ -64,8 +65,6 @@ def purge_expired(*, dry_run: bool, track: Callable[[Iterable, str], Iterable] |
     groups: dict[int, list[MemoryRecord]] = defaultdict(list)
     for record in past_retention_qs().order_by("subject_id", "created_at"):
         groups[record.subject_id].append(record)
-    from memory.deletion.services import retention_delete
-
     for subject_id in track(list(groups), "deleting past retention"):
         job = retention_delete(records=groups[subject_id])
         if job is not None:

@@ -54,8 +54,8 @@ def tombstone_ttl() -> timedelta:
 
 def owner_scope(*, tenant_id: int, subject_id: int, subject_external_id: str) -> Scope:
     """The owning principal, as the verification reads the surfaces."""
-    return Scope(tenant_id=tenant_id, subject_id=subject_id, subject_external_id=subject_external_id,
-                 permissions=frozenset({"read"}), namespaces=None, actor="system:deletion", reader_role="owner")
+    return Scope.for_system(actor="system:deletion", tenant_id=tenant_id, subject_id=subject_id,
+                            subject_external_id=subject_external_id, permissions=("read",), reader_role="owner")
 
 
 # --- planning --------------------------------------------------------------------------------------
@@ -165,12 +165,12 @@ def _create_job(*, scope: Scope, kind: str, plan: _Plan, memory_id: str = "", ex
 
 def _summaries_leave_retrieval(*, scope: Scope, plan: _Plan, whole_subject: bool) -> None:
     """Thread summaries over the events the records cite go stale (and blank) in this transaction, not
-    when the job runs: out of retrieval from the DELETE on (the threads area's hook)."""
-    from memory.threads.deletion_surfaces import summaries_stale_on_request
-
-    summaries_stale_on_request(registry.DeletionTarget(
+    when the job runs: out of retrieval from the DELETE on (the threads area's request hook)."""
+    target = registry.DeletionTarget(
         tenant_id=scope.tenant_id, subject_id=scope.subject_id, subject_external_id=scope.subject_external_id,
-        event_ids=tuple(plan.event_ids), whole_subject=whole_subject))
+        event_ids=tuple(plan.event_ids), whole_subject=whole_subject)
+    for hook in registry.request_hooks():
+        hook(target)
 
 
 def _enqueue(job_id: str) -> None:
@@ -275,8 +275,8 @@ def retention_delete(*, records: list[MemoryRecord]) -> DeletionJob | None:
     if not records:
         return None
     subject = Subject.objects.get(pk=records[0].subject_id)
-    scope = Scope(tenant_id=subject.tenant_id, subject_id=subject.pk, subject_external_id=subject.external_id,
-                  permissions=frozenset({"read", "write"}), namespaces=None, actor="system:retention")
+    scope = Scope.for_system(actor="system:retention", tenant_id=subject.tenant_id, subject_id=subject.pk,
+                             subject_external_id=subject.external_id, permissions=("read", "write"))
     plan = _plan_records(records)
     return _create_job(scope=scope, kind=DeletionJob.Kind.RETENTION, plan=plan)
 

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+from memory.deletion.models import DeletionJob
+from memory.deletion.retention import purge_expired as sweep
+from memory.deletion.services import deletion_run
+from memory.queues import URGENT, enqueue
+
 
 def run_deletion(job_id: str) -> str:
-    from memory.deletion.services import deletion_run
-
     return deletion_run(job_id=job_id)
 
 
 def purge_expired() -> dict[str, int]:
     """The scheduled TTL / retention sweep (Schedule 'engram.purge_expired', hourly)."""
-    from memory.deletion.retention import purge_expired as sweep
-
     return sweep(dry_run=False).as_dict()
 
 
@@ -23,9 +24,6 @@ def sweep_deletions(stale_seconds: int = 60) -> int:
     from datetime import timedelta
 
     from django.utils import timezone
-
-    from memory.deletion.models import DeletionJob
-    from memory.queues import URGENT, enqueue
 
     stale = timezone.now() - timedelta(seconds=stale_seconds)
     ids = list(DeletionJob.objects.filter(status__in=[DeletionJob.Status.PENDING, DeletionJob.Status.RUNNING],

@@ -18,7 +18,11 @@ from typing import Any
 
 from ulid import ULID
 
+from memory.consolidation.review import candidate_approve
 from memory.evaluation.client import HttpTransport, InProcessTransport, Principal, Transport
+from memory.identity.access import reviewer_of
+from memory.identity.services import agent_key_create, principal_token_mint, tenant_create, user_create
+from memory.models import Tenant
 
 
 class Unsupported(Exception):
@@ -49,8 +53,6 @@ class InProcessRealm(Realm):
 
     def __init__(self) -> None:
         super().__init__()
-        from memory.identity.services import agent_key_create, tenant_create, user_create
-
         self.transport: Transport = InProcessTransport()
         self.tenants = {t: tenant_create(slug=f"{self.run_id}-{t}", name=f"Evaluation {self.run_id} ({t})",
                                          actor="system:evaluate") for t in ("a", "b")}
@@ -62,24 +64,18 @@ class InProcessRealm(Realm):
                                     password=str(ULID()), reviewer=True, actor="system:evaluate")
 
     def principal(self, tenant: str, external_id: str, namespaces: list[str] | None = None) -> Principal:
-        from memory.identity.services import principal_token_mint
-
         token, _, _ = principal_token_mint(tenant=self.tenants[tenant], subject_external_id=external_id,
                                            namespaces=namespaces, actor="system:evaluate")
         return Principal(name=f"{tenant}:{external_id}", subject_external_id=external_id, key=self.keys[tenant],
                          token=token, transport=self.transport)
 
     def approve(self, candidate_id: str) -> str:
-        from memory.consolidation.review import candidate_approve
-
-        return str(candidate_approve(reviewer=self.reviewer, candidate_id=candidate_id).result.record.pk)
+        return str(candidate_approve(reviewer=reviewer_of(self.reviewer), candidate_id=candidate_id).result.record.pk)
 
     def cleanup(self) -> list[str]:
         """Remove the run's tenants and reviewer. Rows that PROTECT others (records -> class, versions ->
         approver) are removed first, as the ProtectedError names them; everything belongs to the run."""
         from django.contrib.auth import get_user_model
-
-        from memory.models import Tenant
 
         problems = []
         for tenant in self.tenants.values():

@@ -20,6 +20,7 @@ from typing import Any
 from memory.evaluation.client import Principal, Response
 from memory.evaluation.realm import Realm, Unsupported
 from memory.evaluation.results import Check
+from memory.evaluation.storage import marker_counts, new_hits
 from memory.evaluation.suite import Scenario, Suite, relative_time
 
 Progress = Callable[[str], None]
@@ -132,8 +133,6 @@ class ScenarioRunner:
     def run(self) -> Observations:
         self.baseline: dict[str, dict[str, int]] = {}
         if self.realm.in_process:
-            from memory.evaluation.storage import marker_counts
-
             for scenario in self.suite.scenarios:
                 for spec in scenario.deletions:
                     for marker in spec.get("markers", []):
@@ -472,8 +471,6 @@ class ScenarioRunner:
 
         principal = owner.principal
         if self.realm.in_process:
-            from memory.evaluation.storage import new_hits
-
             hits = [f"{m}: {col}" for m in markers for col in new_hits(m, self.baseline.get(m, {}))]
             self.obs.deletion.append(Check(scenario, f"{target}: database (every text column)", not hits,
                                            f"still stored in {hits[:4]}" if hits else ""))

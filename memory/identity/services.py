@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from memory.audit import audit
 from memory.errors import Forbidden, InvalidInput, SecretDetected
-from memory.models import AgentKey, MemoryClass, Subject, Tenant
+from memory.models import AgentKey, MemoryClass, MemoryRecord, Subject, Tenant
 from memory.namespaces import InvalidNamespace, is_under, to_path
 from memory.policy.defaults import DEFAULT_CLASSES
 from memory.policy.secrets import describe, scan_payload
@@ -288,8 +288,6 @@ CLASS_FIELDS = {f.name for f in MemoryClass._meta.get_fields() if f.concrete} - 
 def memory_classes_load(*, tenant: Tenant, classes: list[dict[str, Any]], actor: str = "system") -> int:
     """Replace the tenant's classes with ``classes``. Refused if a class in use would disappear."""
     from datetime import timedelta
-
-    from memory.models import MemoryRecord
 
     specs = []
     for raw in classes:

@@ -20,6 +20,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from memory.embedder import get_embedder
+
 DEFAULT_MAX_TOKENS = 200
 DEFAULT_OVERLAP_TOKENS = 40
 
@@ -103,8 +105,6 @@ def split(text: str, *, max_tokens: int = DEFAULT_MAX_TOKENS, overlap_tokens: in
     if max_tokens < 1 or not 0 <= overlap_tokens < max_tokens:
         raise ValueError("need max_tokens >= 1 and 0 <= overlap_tokens < max_tokens")
     if count_tokens is None:
-        from memory.embedder import get_embedder
-
         count_tokens = get_embedder().count_tokens
     stripped = text.strip()
     if not stripped:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from django.db import connection
 
+from memory.embedder import get_embedder
 from memory.knowledge.models import Chunk
 from memory.search import TEXT_SEARCH_CONFIG, vector_literal
 
@@ -52,8 +53,6 @@ def embed_document_chunks(*, document_id: int) -> int:
 
 def embed_chunks(ids: list[int], *, batch_size: int = BATCH_SIZE, only_missing: bool = False,
                  progress: Callable[[int], None] | None = None) -> int:
-    from memory.embedder import get_embedder
-
     embedder = get_embedder()
     written = 0
     for start in range(0, len(ids), batch_size):

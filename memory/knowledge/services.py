@@ -28,7 +28,9 @@ from django.utils import timezone
 
 from memory import locks
 from memory.audit import audit
+from memory.embedder import get_embedder
 from memory.errors import EngramError, InvalidInput, NotFound, SecretDetected
+from memory.identity.services import subject_get_or_create
 from memory.knowledge import chunking
 from memory.knowledge.access import readable_domain_ids
 from memory.knowledge.formats import to_text
@@ -89,8 +91,7 @@ class _Prepared:
 
 def operator_scope(tenant: Tenant, actor: str = "cli") -> Scope:
     """The scope of an operator command: the tenant, no subject, write only."""
-    return Scope(tenant_id=tenant.pk, subject_id=0, subject_external_id="", permissions=frozenset({WRITE}),
-                 namespaces=None, actor=actor)
+    return Scope.for_system(actor=actor, tenant_id=tenant.pk, permissions=(WRITE,))
 
 
 # --- access domains ------------------------------------------------------------------------------
@@ -98,8 +99,6 @@ def operator_scope(tenant: Tenant, actor: str = "cli") -> Scope:
 def access_domain_create(*, tenant: Tenant, name: str, description: str = "",
                          subject_external_ids: Sequence[str] = (), reader_kinds: Sequence[str] = (),
                          all_subjects: bool = False, actor: str = "system") -> AccessDomain:
-    from memory.identity.services import subject_get_or_create
-
     if not NAME.match(name):
         raise InvalidInput("A domain name is 1-64 lowercase letters, digits, '_', '-' or '.'.", code="invalid_name")
     unknown = sorted(set(reader_kinds) - set(Subject.Kind.values))
@@ -216,8 +215,6 @@ def _store(*, scope: Scope, prepared: _Prepared, vectors: list[list[float]] | No
 
 
 def _embed(chunks: Sequence[chunking.ChunkSpan]) -> list[list[float]]:
-    from memory.embedder import get_embedder
-
     return get_embedder().embed([c.text for c in chunks])
 
 

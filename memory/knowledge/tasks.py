@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from memory.knowledge.indexing import embed_document_chunks
+
 
 def embed_document(document_id: int) -> int:
     """Fill the embeddings of a large document's chunks after ingest (see services.py)."""
-    from memory.knowledge.indexing import embed_document_chunks
-
     return embed_document_chunks(document_id=document_id)

@@ -541,6 +541,38 @@ def _retire(scope: Scope, fresh: list[_Pending], records: list[MemoryRecord]) ->
                 status=RecordStatus.SUPERSEDED, superseded_by=record, status_reason="corrected by the user")
 
 
+def records_supersede(*, scope: Scope, winner: MemoryRecord, losers: list[MemoryRecord], reason: str,
+                      action: str, link: MemoryRecord | None = None, data: Mapping[str, Any] | None = None,
+                      ) -> list[str]:
+    """A decision precedence could not make, taken by a person (a reviewer resolving a conflict): the
+    active ``losers`` step aside for ``winner``, and ``winner`` records that it supersedes ``link`` when
+    it names no record yet. The same permission and namespace checks as every write, and one audit row
+    per record changed, in the caller's transaction; the caller holds the key lock and the rows.
+    Returns the ids of the records superseded."""
+    scope.require(WRITE)
+    for record in (winner, *losers):
+        scope.require_namespace(record.namespace)
+        if (record.tenant_id, record.subject_id) != (scope.tenant_id, scope.subject_id):
+            raise ConflictError("A record of another subject cannot be decided here.", code="scope_mismatch")
+    changed = [r for r in losers if r.status == RecordStatus.ACTIVE]
+    for record in changed:
+        record.status, record.superseded_by, record.status_reason = RecordStatus.SUPERSEDED, winner, reason[:200]
+    MemoryRecord.objects.bulk_update(changed, ["status", "superseded_by", "status_reason"])
+    linked = link is not None and winner.supersedes_id is None
+    if linked:
+        winner.supersedes = link
+        MemoryRecord.objects.bulk_update([winner], ["supersedes"])
+    extra = dict(data or {})
+    AuditEntry.objects.bulk_create(
+        [AuditEntry(tenant_id=scope.tenant_id, subject_id=scope.subject_id, actor=scope.actor, action=action,
+                    object_type="memory", object_id=r.pk,
+                    data={"status": RecordStatus.SUPERSEDED, "superseded_by": winner.pk, **extra}) for r in changed]
+        + ([AuditEntry(tenant_id=scope.tenant_id, subject_id=scope.subject_id, actor=scope.actor, action=action,
+                       object_type="memory", object_id=winner.pk,
+                       data={"supersedes": link.pk, **extra})] if linked and link is not None else []))
+    return [r.pk for r in changed]
+
+
 # Field types whose get_db_prep_save returns a value of these types unchanged (to_python of a str, an
 # int, a bool, an aware datetime): such values go to COPY as they are. Anything else (JSON, vectors, a
 # naive datetime, a model instance) takes Django's own preparation.

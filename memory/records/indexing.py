@@ -12,6 +12,7 @@ from django.db.models import Expression
 from django.db.models.fields.json import KT
 
 from memory.models import MemoryRecord, MemoryType
+from memory.queues import embedding_queue, enqueue
 from memory.search import TEXT_SEARCH_CONFIG
 
 
@@ -60,8 +61,6 @@ def schedule_context(ids: list[str], *, episodic: bool | None = None) -> None:
             [list(ids), MemoryType.EPISODIC.value])
         marked = cursor.rowcount
     if marked:
-        from memory.queues import embedding_queue, enqueue
-
         # Embeds a window per record: an import's goes to the bulk queue, a few records' to the interactive one.
         transaction.on_commit(lambda: enqueue("memory.records.tasks.derive_context", ids,
                                               queue=embedding_queue(len(ids))))

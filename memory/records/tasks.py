@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from memory.retrieval import context
+from memory.retrieval.context import refresh_context
+from memory.retrieval.embedding import embed_record_ids, pending_ids
+from memory.retrieval.subject_index import after_writes_to
+
 
 def embed_records(record_ids: list[str]) -> int:
     """Fill the derived embedding of records (only rows still without one)."""
-    from memory.retrieval.embedding import embed_record_ids
-    from memory.retrieval.subject_index import after_writes_to
-
     written = embed_record_ids(record_ids)
     after_writes_to(record_ids)  # a subject that grew past the threshold gets its own indexes
     return written
@@ -15,9 +17,6 @@ def embed_records(record_ids: list[str]) -> int:
 
 def derive_context(record_ids: list[str]) -> int:
     """Derive the context windows of episodic records and of their neighbours (retrieval owns the logic)."""
-    from memory.retrieval.context import refresh_context
-    from memory.retrieval.subject_index import after_writes_to
-
     written = refresh_context(record_ids)
     after_writes_to(record_ids)
     return written
@@ -35,12 +34,9 @@ def embed_pending(limit: int = 20_000) -> int:
     from django.conf import settings
     from django.utils import timezone
 
-    from memory.retrieval import context
-    from memory.retrieval.embedding import embed_record_ids, pending_ids
-
     before = timezone.now() - dt.timedelta(seconds=settings.ENGRAM_EMBED_PENDING_GRACE)
     embedded = embed_record_ids(pending_ids(created_before=before)[:limit])
     lost = context.pending_ids(queued_before=before)[:limit]
     for start in range(0, len(lost), 500):
-        context.refresh_context(lost[start:start + 500])
+        refresh_context(lost[start:start + 500])
     return embedded

@@ -8,4 +8,5 @@ class RetrievalConfig(AppConfig):
 
     def ready(self) -> None:
         # Register the retrieval logs as a deletion surface (memory/deletion/registry.py).
+        # Local: a module that registers imports models, which exist only once the app registry is loaded.
         from memory.retrieval import deletion_surfaces  # noqa: F401

@@ -10,7 +10,9 @@ from django.db import connection, transaction
 from django.db.models import Q
 
 from memory.deletion.registry import DeletionTarget, purge_surface, read_check
+from memory.retrieval.context import refresh_context
 from memory.retrieval.models import RecordContext, RetrievalLog, SubjectIndex, TermBucket
+from memory.retrieval.subject_index import delete_statistics, queue_maintenance, refresh_statistics
 from memory.search import TEXT_SEARCH_CONFIG
 
 
@@ -68,8 +70,6 @@ def purge_context_windows(target: DeletionTarget) -> int:
 
     Runs after the records step (85): the deleted records are no longer live, so the new windows are made
     of the remaining records only. Idempotent: a retry finds nothing quoting them."""
-    from memory.retrieval.context import refresh_context
-
     quoting = list(_windows(target).values_list("record_id", flat=True))
     deleted, _ = RecordContext.objects.filter(record_id__in=quoting).delete()
     if not target.whole_subject:
@@ -91,8 +91,6 @@ def purge_search_statistics(target: DeletionTarget) -> int:
     commit (DROP INDEX CONCURRENTLY cannot run in this step's transaction, and a plain DROP INDEX would lock the
     whole records table until the job's step commits). Until then they are unused: retrieval reads them only for
     a subject whose index row says ``ready``."""
-    from memory.retrieval.subject_index import delete_statistics, queue_maintenance, refresh_statistics
-
     if not SubjectIndex.objects.filter(subject_id=target.subject_id).exists():
         return 0
     if not target.whole_subject:

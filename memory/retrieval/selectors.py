@@ -7,6 +7,7 @@ from typing import Any
 from memory.errors import Conflict as ConflictError
 from memory.errors import NotFound
 from memory.models import Confidence, Conflict, MemoryRecord
+from memory.policy.classes import readable_by
 from memory.policy.precedence import rank
 from memory.retrieval.models import RetrievalLog
 from memory.scope import KNOWLEDGE, READ, THREADS, Scope
@@ -29,7 +30,33 @@ def visible_log(scope: Scope, log: RetrievalLog) -> RetrievalLog:
     """The log as ``scope`` may see it (not saved): see ``visible_log_fields``."""
     shown = visible_log_fields(scope, {"query": log.query, "request": log.request, "candidates": log.candidates})
     log.query, log.request, log.candidates = shown["query"], shown["request"], shown["candidates"]
+    if scope.reader_role != "agent":
+        log.candidates = _masked_for_reader(scope, log.candidates)
     return log
+
+
+MASKED = "(hidden: this memory class is not readable by reviewers)"
+
+
+def _masked_for_reader(scope: Scope, candidates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A person reading a log (a reviewer) reads an entry's words only where the record's class lists
+    their role among its allowed readers, as in the review queue; each memory entry also says whether it
+    was masked and, when the log did not say, its record's authority."""
+    ids = [e["memory_id"] for e in candidates if e.get("memory_id")]
+    records = {r.pk: r for r in MemoryRecord.objects.filter(pk__in=ids, tenant_id=scope.tenant_id)
+               .select_related("memory_class").only("id", "source_type", "memory_class")}
+    shown = []
+    for entry in candidates:
+        record = records.get(entry.get("memory_id") or "")
+        readable = record is None or (record.memory_class is not None
+                                      and readable_by(record.memory_class, scope.reader_role))
+        entry = {**entry, "masked": not readable}
+        if not readable and entry.get("text"):
+            entry["text"] = MASKED
+        if record is not None and not entry.get("authority"):
+            entry["authority"] = record.source_type
+        shown.append(entry)
+    return shown
 
 
 def visible_log_fields(scope: Scope, fields: dict[str, Any]) -> dict[str, Any]:

@@ -36,6 +36,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from memory.locks import lock, session_unlock, try_session_lock
+from memory.models import Subject
+from memory.queues import BULK, enqueue
+from memory.retrieval.candidates import CONTEXT_TERM_WEIGHT
 from memory.retrieval.embedding import pending_records
 from memory.retrieval.models import SubjectIndex, TermBucket, TermCount
 
@@ -155,8 +158,6 @@ GROUP BY b.id, t.lexeme
 def refresh_statistics(subject_id: int) -> bool:
     """Recompute the subject's term statistics from its live records in one transaction (a reader sees the old
     counts or the new ones). Only for a subject with a SubjectIndex row; returns whether it had one."""
-    from memory.retrieval.candidates import CONTEXT_TERM_WEIGHT
-
     with transaction.atomic():
         lock([f"subject-statistics:{subject_id}"])  # two refreshes would insert the same buckets
         index = SubjectIndex.objects.filter(subject_id=subject_id).first()
@@ -182,8 +183,6 @@ def maintain(subject_id: int) -> str:
     if not try_session_lock(name):
         return "busy"
     try:
-        from memory.models import Subject
-
         rows = subject_rows(subject_id)
         index = SubjectIndex.objects.filter(subject_id=subject_id).first()
         subject = Subject.objects.filter(pk=subject_id).only("tenant_id").first()
@@ -209,8 +208,6 @@ def maintain(subject_id: int) -> str:
 
 
 def queue_maintenance(subject_id: int) -> None:
-    from memory.queues import BULK, enqueue
-
     enqueue("memory.retrieval.tasks.maintain_subject_index", subject_id, queue=BULK)
 
 

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
+from memory.retrieval.subject_index import maintain, queue_maintenance, sweep
+
 
 def maintain_subject_index(subject_id: int) -> str:
     """Build, refresh or drop one large subject's own search indexes and term statistics."""
-    from memory.retrieval.subject_index import maintain
-
     return maintain(subject_id)
 
 
 def sweep_subject_indexes() -> int:
     """The engram.subject_indexes schedule: queue maintenance for every subject that needs it; returns how many."""
-    from memory.retrieval.subject_index import queue_maintenance, sweep
-
     due = sweep()
     for subject_id in due:
         queue_maintenance(subject_id)

@@ -8,4 +8,5 @@ class ThreadsConfig(AppConfig):
 
     def ready(self) -> None:
         # Registration by import: deletion and retrieval find this area's surfaces and provider.
+        # Local: a module that registers imports models, which exist only once the app registry is loaded.
         from memory.threads import deletion_surfaces, retrieval_provider  # noqa: F401

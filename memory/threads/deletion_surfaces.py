@@ -23,9 +23,11 @@ from django.db.models import Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from memory.audit import audit
-from memory.deletion.registry import DeletionTarget, purge_surface, read_check
+from memory.deletion.registry import DeletionTarget, on_request, purge_surface, read_check
 from memory.models import Event
+from memory.retrieval.models import RetrievalLog
 from memory.threads.models import Checkpoint, Summary, Thread, ThreadEvent, ToolCall
+from memory.threads.services.clear import clear_events
 from memory.threads.services.events import blank_events, tombstone_events
 from memory.threads.services.summaries import mark_stale, summaries_over
 
@@ -72,6 +74,7 @@ def _summaries_over_deleted(events: QuerySet[ThreadEvent]) -> QuerySet[Summary]:
     return Summary.objects.filter(over)
 
 
+@on_request("thread_summaries")
 def summaries_stale_on_request(target: DeletionTarget) -> list[str]:
     """At DELETE time, before the job runs: the summaries over the thread events that the deleted
     records cite (every summary of the subject, for an erasure) go stale and blank in the request's
@@ -105,8 +108,6 @@ def _cleared_events(target: DeletionTarget) -> QuerySet[ThreadEvent]:
 
 
 def _clear_threads(target: DeletionTarget) -> int:
-    from memory.threads.services.clear import clear_events
-
     list(Thread.objects.select_for_update().filter(pk__in=[t for t, _ in target.threads]).order_by("pk")
          .values_list("pk"))
     return sum(clear_events(thread_id=thread_id, tenant_id=target.tenant_id, up_to_seq=up_to,
@@ -232,8 +233,6 @@ def purge_thread_retrieval_logs(target: DeletionTarget) -> int:
     """A cleared thread's summaries may have been served by retrieval: the log entries quoting them go."""
     if not target.threads:
         return 0
-    from memory.retrieval.models import RetrievalLog
-
     ids = set(_cleared_summaries(target).values_list("pk", flat=True))
     touched = []
     logs = RetrievalLog.objects.filter(tenant_id=target.tenant_id, subject_id=target.subject_id,
@@ -265,8 +264,6 @@ def check_summaries(target: DeletionTarget) -> list[str]:
     if target.whole_subject:
         return [f"summary {pk}" for pk in summaries.values_list("pk", flat=True)]
     if target.threads:
-        from memory.retrieval.models import RetrievalLog
-
         cleared = _cleared_summaries(target)
         ids = list(cleared.values_list("pk", flat=True))
         quoted = RetrievalLog.objects.filter(tenant_id=target.tenant_id, subject_id=target.subject_id,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from django.conf import settings
 
-from api.views.memories import BatchItemParser, plain_statement, to_record_input
+from api.record_input import BatchItemParser, plain_statement, to_record_input
 from memory.models import SourceType
 
 BASE = {"namespace": ["user", "travel_preferences"], "kind": "preference",

@@ -21,6 +21,7 @@ from engram_client import (
     SecretDetected,
 )
 from engram_client.models import Candidate, DeletionJob, Memory, Packet, ThreadEvent
+from memory.identity.access import reviewer_of
 from tests.clients.conftest import run_async
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("run_tasks_inline")]
@@ -214,7 +215,8 @@ def test_documents_and_procedures(client: Any, server: Any) -> None:
 
     access_domain_create(tenant=server.tenant, name="handbook", subject_external_ids=("usr_owner",))
     reviewer = user_create(tenant=server.tenant, username="rita", password="pw-rita-123", reviewer=True)
-    procedure_publish(tenant=server.tenant, name="refunds", body="Refund up to 50 EUR at once.\n", reviewer=reviewer,
+    procedure_publish(tenant=server.tenant, name="refunds", body="Refund up to 50 EUR at once.\n",
+                      reviewer=reviewer_of(reviewer),
                       change_summary="First")
 
     document = client.documents.ingest("handbook", "refunds.md", "Refunds are paid within 30 days.",

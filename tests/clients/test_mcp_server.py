@@ -21,6 +21,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from memory.identity.access import reviewer_of
 from tests.clients.conftest import run_async
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("run_tasks_inline")]
@@ -49,7 +50,8 @@ def test_an_mcp_host_lists_remembers_searches_and_forgets(server: Any) -> None:
     from procedures.services import procedure_publish
 
     reviewer = user_create(tenant=server.tenant, username="rita", password="pw-rita-123", reviewer=True)
-    procedure_publish(tenant=server.tenant, name="refunds", body="Refund up to 50 EUR at once.\n", reviewer=reviewer,
+    procedure_publish(tenant=server.tenant, name="refunds", body="Refund up to 50 EUR at once.\n",
+                      reviewer=reviewer_of(reviewer),
                       change_summary="First")
 
     async def host(session: ClientSession) -> None:

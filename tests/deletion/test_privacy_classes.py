@@ -7,6 +7,7 @@ from cryptography.fernet import Fernet
 from django.db import connection
 
 from memory.content import TEXT_PREFIX, fernet, rotate_parts, unseal_parts
+from memory.identity.access import reviewer_of
 from memory.identity.services import subject_get_or_create
 from memory.models import MemoryClass, MemoryRecord, Subject
 from memory.retrieval.embedding import embed_record_ids
@@ -186,7 +187,7 @@ def test_a_sealed_candidate_is_reviewed_merged_and_approved_in_plaintext_but_sto
     assert item.proposed_value == f"Dr {MARKER}" and item.proposed_text == f"Sees Dr {MARKER}"
     assert [e["text"] for e in item.evidence] == [f"My doctor is {MARKER}", f"Saw {MARKER} again"]
 
-    approval = review.candidate_approve(reviewer=rita, candidate_id=first.pk)
+    approval = review.candidate_approve(reviewer=reviewer_of(rita), candidate_id=first.pk)
     assert agent.get(f"/api/v1/memories/{approval.result.record.pk}").json()["text"] == f"Sees Dr {MARKER}"
     hits = tables_containing(MARKER)
     assert hits == [], ", ".join(hits)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from memory.identity.access import reviewer_of
 from tests.conftest import memory_body
 
 USER_WORDS = "zqaisleseat"
@@ -83,7 +84,7 @@ def world(agent: Any, tenant: Any, django_user_model: Any) -> World:
                                                 "title": "Travel policy", "text": "Economy class for trips."})
     assert document.status_code == 201, document.json()
     rita = user_create(tenant=tenant, username="gate-rita", password="rita-pass-123", reviewer=True)
-    procedure_publish(tenant=tenant, name="booking", body="Book economy.", reviewer=rita)
+    procedure_publish(tenant=tenant, name="booking", body="Book economy.", reviewer=reviewer_of(rita))
     proposal = owner.post("/api/v1/procedures/booking/proposals", {"body": "Book economy first.",
                                                                    "rationale": "clarity"})
     assert proposal.status_code == 201, proposal.json()

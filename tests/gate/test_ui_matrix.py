@@ -18,6 +18,7 @@ from django.test import Client
 
 from memory.consolidation.pipeline import consolidate
 from memory.deletion.models import DeletionJob
+from memory.identity.access import reviewer_of
 from memory.identity.services import tenant_create, user_create
 from memory.models import Candidate, Conflict, MemoryRecord
 from memory.tombstones import subject_hash
@@ -55,8 +56,8 @@ def anyone(status: int) -> dict[str, tuple[int, bool | None]]:
 
 
 def operators(status: int, other_tenant: int) -> dict[str, tuple[int, bool | None]]:
-    """The operator's overview: reviewers (of their own tenants); 403 for people who review nothing."""
-    return {"anon": LOGIN, "alice": (403, False), "bob": (403, False), "rita": (status, False),
+    """The operator's overview: reviewers (of their own tenants); 404 for people who review nothing."""
+    return {"anon": LOGIN, "alice": (404, False), "bob": (404, False), "rita": (status, False),
             "gus": (other_tenant, False)}
 
 
@@ -160,7 +161,7 @@ def ui_world(agent, tenant) -> dict[str, Any]:
             namespace=["org"], kind="policy", fact={"field": "travel_class", "value": value},
             source={"type": "org_record", "event_id": f"evt_org_{n}"}))
         assert response.status_code == 201, response.json()
-    procedure_publish(tenant=tenant, name="booking", body="Book economy.", reviewer=people["rita"])
+    procedure_publish(tenant=tenant, name="booking", body="Book economy.", reviewer=reviewer_of(people["rita"]))
     proposal = agent.post("/api/v1/procedures/booking/proposals", {"body": "Book economy first."})
     assert proposal.status_code == 201, proposal.json()
     retrieval_id = agent.post("/api/v1/retrieve", {"query": "aisle seats"}).json()["retrieval_id"]

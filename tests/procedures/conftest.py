@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from memory.identity.access import reviewer_of
 from memory.identity.services import user_create
 from procedures.services import procedure_publish
 
@@ -29,7 +30,7 @@ def other_reviewer(other_tenant: Any) -> Any:
 @pytest.fixture
 def procedure(tenant: Any, reviewer: Any) -> Any:
     """acme's org procedure "refunds", version 1."""
-    return procedure_publish(tenant=tenant, name="refunds", body=BODY_V1, reviewer=reviewer,
+    return procedure_publish(tenant=tenant, name="refunds", body=BODY_V1, reviewer=reviewer_of(reviewer),
                              change_summary="First version").procedure
 
 

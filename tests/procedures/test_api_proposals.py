@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from memory.identity.access import reviewer_of
 from memory.models import AuditEntry
 from procedures.models import ChangeProposal
 from procedures.services import procedure_publish
@@ -31,7 +32,7 @@ def test_it_creates_a_pending_proposal_against_the_current_version(agent, proced
 
 
 def test_it_marks_a_proposal_against_an_outdated_base_stale_at_once(agent, tenant, reviewer, procedure):
-    procedure_publish(tenant=tenant, name="refunds", body="Version two.", reviewer=reviewer)
+    procedure_publish(tenant=tenant, name="refunds", body="Version two.", reviewer=reviewer_of(reviewer))
 
     body = propose(agent, edited("4. Old idea."), base_version=1).json()
 
@@ -123,4 +124,4 @@ def test_publishing_a_body_with_a_secret_is_refused(tenant, reviewer, procedure)
     from memory.errors import SecretDetected
 
     with pytest.raises(SecretDetected):
-        procedure_publish(tenant=tenant, name="refunds", body="Password: hunter2-is-it", reviewer=reviewer)
+        procedure_publish(tenant=tenant, name="refunds", body="Password: hunter2-is-it", reviewer=reviewer_of(reviewer))

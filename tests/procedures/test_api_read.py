@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from memory.identity.access import reviewer_of
 from procedures.services import procedure_publish
 from tests.procedures.conftest import BODY_V1
 
@@ -22,8 +23,8 @@ def test_it_serves_the_current_approved_version_with_number_and_approver(agent, 
 
 
 def test_it_lists_names_and_current_versions(agent, tenant, reviewer, procedure):
-    procedure_publish(tenant=tenant, name="refunds", body=BODY_V1 + "4. Say thanks.\n", reviewer=reviewer)
-    procedure_publish(tenant=tenant, name="onboarding", body="Welcome the user.", reviewer=reviewer)
+    procedure_publish(tenant=tenant, name="refunds", body=BODY_V1 + "4. Say thanks.\n", reviewer=reviewer_of(reviewer))
+    procedure_publish(tenant=tenant, name="onboarding", body="Welcome the user.", reviewer=reviewer_of(reviewer))
 
     results = agent.get("/api/v1/procedures").json()["results"]
 
@@ -32,7 +33,7 @@ def test_it_lists_names_and_current_versions(agent, tenant, reviewer, procedure)
 
 
 def test_it_serves_an_earlier_version_and_the_version_list(agent, tenant, reviewer, procedure):
-    procedure_publish(tenant=tenant, name="refunds", body="Version two.", reviewer=reviewer)
+    procedure_publish(tenant=tenant, name="refunds", body="Version two.", reviewer=reviewer_of(reviewer))
 
     assert agent.get("/api/v1/procedures/refunds/versions/1").json()["body"] == BODY_V1
     assert agent.get("/api/v1/procedures/refunds").json()["body"] == "Version two."
@@ -61,7 +62,7 @@ def test_it_hides_another_tenants_procedures(foreign_agent, procedure):
 
 
 def test_it_shows_a_project_procedure_only_to_its_members(agent, outsider, tenant, reviewer):
-    procedure_publish(tenant=tenant, name="release", body="Tag, build, ship.", reviewer=reviewer,
+    procedure_publish(tenant=tenant, name="release", body="Tag, build, ship.", reviewer=reviewer_of(reviewer),
                       scope="project", members=["usr_owner"])
 
     assert agent.get("/api/v1/procedures/release").status_code == 200

@@ -10,6 +10,7 @@ import re
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
+from memory.identity.access import reviewer_of
 from memory.models import AuditEntry
 from procedures.models import ChangeProposal, Procedure, ProcedureVersion
 from tests.procedures.conftest import BODY_V1, propose
@@ -73,7 +74,7 @@ def test_erasing_the_proposers_subject_through_the_api_leaves_every_version(agen
     from tests.deletion.helpers import run_job
 
     proposal_id = propose(agent, BODY_V1 + "4. Be kind.\n").json()["proposal_id"]
-    proposal_approve(tenant_id=tenant.pk, proposal_id=proposal_id, reviewer=reviewer)
+    proposal_approve(tenant_id=tenant.pk, proposal_id=proposal_id, reviewer=reviewer_of(reviewer))
     before = list(ProcedureVersion.objects.order_by("number").values_list("number", "body", "author"))
 
     job = agent.delete("/api/v1/subject").json()["deletion_id"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from memory.identity.access import reviewer_of
 from memory.retrieval.sources import RetrievalQuery, provider
 from procedures.services import procedure_publish, proposal_approve
 from tests.procedures.conftest import edited, propose
@@ -32,7 +33,8 @@ def scoped(agent, outsider, foreign_agent):
 
 def test_it_returns_the_current_version_ranked_by_full_text(scoped, tenant, reviewer, procedure):
     agent, _, _ = scoped
-    procedure_publish(tenant=tenant, name="onboarding", body="Welcome new customers warmly.", reviewer=reviewer)
+    procedure_publish(tenant=tenant, name="onboarding", body="Welcome new customers warmly.",
+                      reviewer=reviewer_of(reviewer))
 
     items = _search(agent, "how do I refund an order")
 
@@ -49,7 +51,7 @@ def test_it_never_serves_a_pending_proposal_or_an_old_version(scoped, tenant, re
     assert _search(agent, "zanzibar") == []
 
     second = propose(agent, edited("5. Mention the loyalty programme.")).json()["proposal_id"]
-    proposal_approve(tenant_id=tenant.pk, proposal_id=second, reviewer=reviewer)
+    proposal_approve(tenant_id=tenant.pk, proposal_id=second, reviewer=reviewer_of(reviewer))
 
     items = _search(agent, "refund loyalty")
     assert [(i.packet["name"], i.packet["version"]) for i in items] == [("refunds", 2)]
@@ -57,8 +59,8 @@ def test_it_never_serves_a_pending_proposal_or_an_old_version(scoped, tenant, re
 
 def test_it_respects_tenant_and_project_membership(scoped, tenant, reviewer, procedure):
     agent, outsider, foreign = scoped
-    procedure_publish(tenant=tenant, name="release", body="Release checklist: refund nothing.", reviewer=reviewer,
-                      scope="project", members=["usr_owner"])
+    procedure_publish(tenant=tenant, name="release", body="Release checklist: refund nothing.",
+                      reviewer=reviewer_of(reviewer), scope="project", members=["usr_owner"])
 
     assert {i.packet["name"] for i in _search(agent, "refund")} == {"refunds", "release"}
     assert {i.packet["name"] for i in _search(outsider, "refund")} == {"refunds"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from memory.identity.access import reviewer_of
 from memory.identity.services import user_create
 from procedures.models import ChangeProposal, Procedure, ProcedureVersion
 from procedures.services import proposal_approve
@@ -106,7 +107,7 @@ def test_reject_needs_a_reason(client, reviewer, proposal):
 
 def test_a_stale_proposal_cannot_be_approved_and_can_be_rebased(client, tenant, reviewer, agent, proposal):
     other = ChangeProposal.objects.get(pk=propose(agent, edited("4. Other idea.")).json()["proposal_id"])
-    proposal_approve(tenant_id=tenant.pk, proposal_id=proposal.pk, reviewer=reviewer)
+    proposal_approve(tenant_id=tenant.pk, proposal_id=proposal.pk, reviewer=reviewer_of(reviewer))
     client.force_login(reviewer)
 
     page = client.get(f"/review/procedures/proposals/{other.pk}/").content.decode()
@@ -125,7 +126,7 @@ def test_a_stale_proposal_cannot_be_approved_and_can_be_rebased(client, tenant, 
 
 
 def test_rollback_from_the_history_creates_a_proposal_not_a_version(client, tenant, reviewer, proposal):
-    proposal_approve(tenant_id=tenant.pk, proposal_id=proposal.pk, reviewer=reviewer)
+    proposal_approve(tenant_id=tenant.pk, proposal_id=proposal.pk, reviewer=reviewer_of(reviewer))
     client.force_login(reviewer)
 
     response = client.post(f"/review/procedures/{proposal.procedure_id}/versions/1/rollback")
@@ -153,7 +154,7 @@ def test_the_history_shows_each_version_with_who_approved_it_and_when(client, te
     from django.utils.timezone import localtime
 
     rosa = user_create(tenant=tenant, username="rosa", password="pw-rosa", reviewer=True)
-    proposal_approve(tenant_id=tenant.pk, proposal_id=proposal.pk, reviewer=rosa, change_summary="Be kind")
+    proposal_approve(tenant_id=tenant.pk, proposal_id=proposal.pk, reviewer=reviewer_of(rosa), change_summary="Be kind")
     v1, v2 = ProcedureVersion.objects.order_by("number")
     client.force_login(reviewer)
 
@@ -172,7 +173,7 @@ def test_the_history_shows_each_version_with_who_approved_it_and_when(client, te
 
 def test_a_version_page_shows_its_body_approver_and_the_diff_to_the_current_version(client, tenant, reviewer,
                                                                                     proposal):
-    proposal_approve(tenant_id=tenant.pk, proposal_id=proposal.pk, reviewer=reviewer)
+    proposal_approve(tenant_id=tenant.pk, proposal_id=proposal.pk, reviewer=reviewer_of(reviewer))
     client.force_login(reviewer)
 
     old = client.get(f"/review/procedures/{proposal.procedure_id}/versions/1/").content.decode()
@@ -187,7 +188,7 @@ def test_a_version_page_shows_its_body_approver_and_the_diff_to_the_current_vers
 def test_a_rollback_is_published_only_when_a_reviewer_approves_it(client, tenant, reviewer, agent, proposal):
     from tests.procedures.conftest import BODY_V1
 
-    proposal_approve(tenant_id=tenant.pk, proposal_id=proposal.pk, reviewer=reviewer)
+    proposal_approve(tenant_id=tenant.pk, proposal_id=proposal.pk, reviewer=reviewer_of(reviewer))
     client.force_login(reviewer)
     client.post(f"/review/procedures/{proposal.procedure_id}/versions/1/rollback")
     rollback = ChangeProposal.objects.get(rationale="Rollback to version 1.")

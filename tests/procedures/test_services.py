@@ -8,6 +8,7 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 
 from memory.errors import Conflict, Forbidden, InvalidInput
+from memory.identity.access import reviewer_of
 from memory.identity.services import user_create
 from memory.models import AuditEntry
 from procedures.models import ChangeProposal, Procedure, ProcedureVersion
@@ -30,7 +31,7 @@ def _proposal(agent, body):
 def test_it_publishes_an_approved_proposal_as_version_two_with_its_approver(agent, tenant, reviewer, procedure):
     proposal = _proposal(agent, edited("4. Thank the customer."))
 
-    version = proposal_approve(tenant_id=tenant.pk, proposal_id=proposal.pk, reviewer=reviewer)
+    version = proposal_approve(tenant_id=tenant.pk, proposal_id=proposal.pk, reviewer=reviewer_of(reviewer))
 
     assert (version.number, version.approved_by, version.author) == (2, reviewer, proposal.proposer)
     assert version.proposal == proposal and version.body.endswith("4. Thank the customer.\n")
@@ -44,51 +45,52 @@ def test_it_publishes_an_approved_proposal_as_version_two_with_its_approver(agen
 
 def test_it_marks_other_pending_proposals_stale_and_refuses_to_approve_them(agent, tenant, reviewer, procedure):
     first, second = _proposal(agent, edited("4. A.")), _proposal(agent, edited("4. B."))
-    proposal_approve(tenant_id=tenant.pk, proposal_id=first.pk, reviewer=reviewer)
+    proposal_approve(tenant_id=tenant.pk, proposal_id=first.pk, reviewer=reviewer_of(reviewer))
 
     second.refresh_from_db()
     assert second.status == "stale"
     with pytest.raises(Conflict) as refused:
-        proposal_approve(tenant_id=tenant.pk, proposal_id=second.pk, reviewer=reviewer)
+        proposal_approve(tenant_id=tenant.pk, proposal_id=second.pk, reviewer=reviewer_of(reviewer))
     assert refused.value.code == "proposal_stale"
     assert ProcedureVersion.objects.count() == 2
 
 
 def test_it_rebases_a_stale_proposal_onto_the_current_version_for_a_new_review(agent, tenant, reviewer, procedure):
     first, second = _proposal(agent, edited("4. A.")), _proposal(agent, edited("4. B."))
-    proposal_approve(tenant_id=tenant.pk, proposal_id=first.pk, reviewer=reviewer)
+    proposal_approve(tenant_id=tenant.pk, proposal_id=first.pk, reviewer=reviewer_of(reviewer))
 
-    rebased = proposal_rebase(tenant_id=tenant.pk, proposal_id=second.pk, reviewer=reviewer)
+    rebased = proposal_rebase(tenant_id=tenant.pk, proposal_id=second.pk, reviewer=reviewer_of(reviewer))
 
     assert rebased.status == "pending" and rebased.base_version.number == 2 and rebased.rebased_from == second
     assert rebased.proposer == second.proposer and rebased.body == second.body
     second.refresh_from_db()
     assert second.status == "rejected" and "Rebased" in second.decision_reason
-    assert proposal_approve(tenant_id=tenant.pk, proposal_id=rebased.pk, reviewer=reviewer).number == 3
+    assert proposal_approve(tenant_id=tenant.pk, proposal_id=rebased.pk, reviewer=reviewer_of(reviewer)).number == 3
 
 
 def test_it_rejects_with_a_reason_and_never_publishes(agent, tenant, reviewer, procedure):
     proposal = _proposal(agent, edited("4. x"))
     with pytest.raises(InvalidInput):
-        proposal_reject(tenant_id=tenant.pk, proposal_id=proposal.pk, reviewer=reviewer, reason=" ")
+        proposal_reject(tenant_id=tenant.pk, proposal_id=proposal.pk, reviewer=reviewer_of(reviewer), reason=" ")
 
-    proposal_reject(tenant_id=tenant.pk, proposal_id=proposal.pk, reviewer=reviewer, reason="Not needed")
+    proposal_reject(tenant_id=tenant.pk, proposal_id=proposal.pk, reviewer=reviewer_of(reviewer), reason="Not needed")
 
     proposal.refresh_from_db()
     assert proposal.status == "rejected" and proposal.decision_reason == "Not needed"
     with pytest.raises(Conflict):
-        proposal_approve(tenant_id=tenant.pk, proposal_id=proposal.pk, reviewer=reviewer)
+        proposal_approve(tenant_id=tenant.pk, proposal_id=proposal.pk, reviewer=reviewer_of(reviewer))
     assert ProcedureVersion.objects.count() == 1
 
 
 def test_it_rolls_back_only_through_a_reviewed_proposal(tenant, reviewer, procedure):
-    procedure_publish(tenant=tenant, name="refunds", body="Bad version two.", reviewer=reviewer)
+    procedure_publish(tenant=tenant, name="refunds", body="Bad version two.", reviewer=reviewer_of(reviewer))
 
-    proposal = rollback_propose(tenant_id=tenant.pk, procedure_id=procedure.pk, number=1, reviewer=reviewer)
+    proposal = rollback_propose(tenant_id=tenant.pk, procedure_id=procedure.pk, number=1,
+                                reviewer=reviewer_of(reviewer))
 
     assert proposal.status == "pending" and proposal.body == BODY_V1 and proposal.base_version.number == 2
     assert Procedure.objects.get().current_number == 2  # nothing published yet
-    version = proposal_approve(tenant_id=tenant.pk, proposal_id=proposal.pk, reviewer=reviewer)
+    version = proposal_approve(tenant_id=tenant.pk, proposal_id=proposal.pk, reviewer=reviewer_of(reviewer))
     assert (version.number, version.body) == (3, BODY_V1)
 
 
@@ -99,9 +101,9 @@ def test_it_refuses_people_who_are_not_reviewers_of_the_tenant(agent, tenant, ot
 
     for person in (plain, foreign):
         with pytest.raises(Forbidden):
-            proposal_approve(tenant_id=tenant.pk, proposal_id=proposal.pk, reviewer=person)
+            proposal_approve(tenant_id=tenant.pk, proposal_id=proposal.pk, reviewer=reviewer_of(person))
         with pytest.raises(Forbidden):
-            procedure_publish(tenant=tenant, name="refunds", body="x", reviewer=person)
+            procedure_publish(tenant=tenant, name="refunds", body="x", reviewer=reviewer_of(person))
     assert ProcedureVersion.objects.count() == 1
 
 
@@ -120,7 +122,8 @@ def test_two_concurrent_approvals_on_the_same_base_publish_exactly_one_version(a
     def approve(proposal_id: str) -> None:
         started.wait()
         try:
-            results[proposal_id] = proposal_approve(tenant_id=tenant.pk, proposal_id=proposal_id, reviewer=reviewer)
+            results[proposal_id] = proposal_approve(tenant_id=tenant.pk, proposal_id=proposal_id,
+                                                    reviewer=reviewer_of(reviewer))
         except Conflict as exc:
             results[proposal_id] = exc
         finally:

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from api.views.memories import BatchItemParser
+from api.record_input import BatchItemParser
 from memory.errors import EngramError
 from memory.identity.services import subject_get_or_create
 from memory.management import progress_bar, tenant_by_slug
@@ -86,8 +86,8 @@ class Command(BaseCommand):
     def _write(self, tenant: Tenant, subject_id: str, chunk: list[tuple[int, dict[str, Any]]],
                counts: dict[str, int], errors: list[str], written: list[str]) -> None:
         subject = subject_get_or_create(tenant=tenant, external_id=subject_id)
-        scope = Scope(tenant_id=tenant.pk, subject_id=subject.pk, subject_external_id=subject.external_id,
-                      permissions=frozenset({WRITE}), namespaces=None, actor="import")
+        scope = Scope.for_system(actor="import", tenant_id=tenant.pk, subject_id=subject.pk,
+                                 subject_external_id=subject.external_id, permissions=(WRITE,))
         parser = BatchItemParser(scope)
         parsed = [(n, parser.parse(item)) for n, item in chunk]
         for n, p in parsed:

@@ -12,6 +12,7 @@ from django.db.models import Max, Q, QuerySet
 from django.utils import timezone
 
 from memory.audit import audit
+from memory.embedder import get_embedder
 from memory.errors import Conflict, InvalidInput, NotFound
 from memory.policy.secrets import refuse_secrets
 from memory.queues import INTERACTIVE, enqueue
@@ -222,8 +223,6 @@ def summary_regenerate(*, summary_id: str) -> str | None:
 
 def summaries_embed(*, summary_ids: list[str]) -> int:
     """Fill the derived embedding of fresh summaries that still lack one. Idempotent."""
-    from memory.embedder import get_embedder
-
     rows = list(Summary.objects.filter(pk__in=summary_ids, status=Summary.Status.FRESH, embedding__isnull=True)
                 .exclude(text="").values_list("pk", "text"))
     if not rows:

@@ -14,6 +14,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.errors import EngramError
+from memory.identity.access import reviewer_of
 from memory.management import tenant_by_slug
 from procedures.services import procedure_publish
 
@@ -43,7 +44,7 @@ class Command(BaseCommand):
         except (OSError, UnicodeDecodeError) as exc:
             raise CommandError(f"Cannot read {options['file']}: {exc}") from exc
         try:
-            version = procedure_publish(tenant=tenant, name=options["name"], body=body, reviewer=reviewer,
+            version = procedure_publish(tenant=tenant, name=options["name"], body=body, reviewer=reviewer_of(reviewer),
                                         change_summary=options["summary"], scope=options["scope"],
                                         members=options["member"])
         except EngramError as exc:

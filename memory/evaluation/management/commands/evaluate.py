@@ -23,6 +23,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
+from memory.evaluation.evaluate import run_evaluation
+from memory.evaluation.realm import ApiRealm, InProcessRealm, Realm
+from memory.evaluation.report import print_table, write_html, write_json
+from memory.evaluation.suite import SCENARIO_DIR, SuiteError, load_suite
+
 FAILED, UNUSABLE = 1, 2  # exit codes: the suite failed / the run could not start
 
 
@@ -51,9 +56,6 @@ class Command(BaseCommand):
                                  "last job to (saves about 10 s; the rest of the race still runs).")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from memory.evaluation.realm import ApiRealm, InProcessRealm, Realm
-        from memory.evaluation.suite import SCENARIO_DIR, SuiteError, load_suite
-
         directory = Path(options["suite_dir"]) if options["suite_dir"] else SCENARIO_DIR
         if not (directory / "suite.yaml").is_file():
             raise CommandError(f"{directory} holds no suite.yaml.", returncode=UNUSABLE)
@@ -93,9 +95,6 @@ class Command(BaseCommand):
     def _run(self, realm: Any, suite: Any, mode: str, options: dict[str, Any]) -> None:
         from rich.console import Console
         from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-        from memory.evaluation.evaluate import run_evaluation
-        from memory.evaluation.report import print_table, write_html, write_json
 
         console = Console(file=self.stdout, force_terminal=False, width=160)  # type: ignore[arg-type]
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),

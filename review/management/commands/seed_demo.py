@@ -89,8 +89,8 @@ class Command(BaseCommand):
                     actor="seed")
         subject = subject_get_or_create(tenant=tenant, external_id="usr_alice")
         subject_display_name_set(subject=subject, display_name="Alice Martin", actor="seed")
-        scope = Scope(tenant_id=tenant.pk, subject_id=subject.pk, subject_external_id=subject.external_id,
-                      permissions=frozenset(ALL_PERMISSIONS), namespaces=None, actor="seed")
+        scope = Scope.for_system(actor="seed", tenant_id=tenant.pk, subject_id=subject.pk,
+                                 subject_external_id=subject.external_id, permissions=ALL_PERMISSIONS)
         for i, (namespace, kind, field, value, text) in enumerate(DEMO_MEMORIES):
             memory_write(scope=scope, item=RecordInput(
                 namespace=namespace, kind=kind, field=field, value=value, text=text, event_id=f"demo-evt-{i}",

@@ -1,0 +1,80 @@
+"""One scrape of ``GET /metrics``: every process's metrics (memory/metrics.py) plus the figures that live in the
+database, read at scrape time (queue depths, derived work behind), never kept in a process."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from django.db.models import Count, Q
+from django.utils import timezone
+from django_q.models import Failure, OrmQ
+from prometheus_client import CollectorRegistry, multiprocess
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import REGISTRY, Collector
+
+from memory.metrics import multiprocess_dir
+from memory.queues import QUEUES
+from memory.retrieval.derived import derived_pending_by_kind
+
+logger = logging.getLogger("engram.metrics")
+
+
+class DatabaseCollector(Collector):
+    """Gauges read from the database at each scrape: a few aggregate queries, no content, no tenant."""
+
+    def describe(self) -> list[Any]:
+        return []  # collected at scrape time only: registering must not query
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        queue = GaugeMetricFamily("engram_queue_tasks", "Tasks per queue: waiting (queued), claimed by a worker "
+                                  "(running), failed in the last 24 hours (failed).", labels=["queue", "state"])
+        pending = GaugeMetricFamily("engram_derived_pending", "Derived work not done yet, by kind, as health's "
+                                    "derived_pending_by_kind: embeddings, context_windows, subject_indexes, "
+                                    "summaries, knowledge_chunks.", labels=["kind"])
+        try:
+            for (name, state), n in sorted(queue_task_counts().items()):
+                queue.add_metric([name, state], n)
+            for kind, n in sorted(derived_pending_by_kind().items()):
+                pending.add_metric([kind], n)
+        except Exception:  # noqa: BLE001 - a scrape during a database outage still answers (the web figures)
+            logger.warning("metrics: the database figures could not be read", exc_info=True)
+        yield queue
+        yield pending
+
+
+def queue_task_counts(*, now: dt.datetime | None = None) -> dict[tuple[str, str], int]:
+    """(queue, state) -> tasks, for every queue: django-q2's ORM broker table and its failures table."""
+    now = now or timezone.now()
+    counts = {(q, state): 0 for q in QUEUES for state in ("queued", "running", "failed")}
+    for row in OrmQ.objects.values("key").annotate(queued=Count("id", filter=Q(lock__lte=now)),
+                                                   running=Count("id", filter=Q(lock__gt=now))).order_by():
+        if row["key"] in QUEUES:
+            counts[(row["key"], "queued")] = row["queued"]
+            counts[(row["key"], "running")] = row["running"]
+    for row in (Failure.objects.filter(stopped__gte=now - dt.timedelta(hours=24)).values("cluster")
+                .annotate(n=Count("id")).order_by()):
+        if row["cluster"] in QUEUES:
+            counts[(row["cluster"], "failed")] = row["n"]
+    return counts
+
+
+class _ProcessMetrics(Collector):
+    """This process's own metrics (the single-process case: runserver, tests)."""
+
+    def collect(self) -> Iterator[Any]:
+        yield from REGISTRY.collect()
+
+
+def scrape_registry() -> CollectorRegistry:
+    """The registry one scrape renders: every process's metrics (or this process's) plus the database's."""
+    registry = CollectorRegistry(auto_describe=False)
+    directory = multiprocess_dir()
+    if directory:
+        multiprocess.MultiProcessCollector(registry, path=directory)
+    else:
+        registry.register(_ProcessMetrics())
+    registry.register(DatabaseCollector())
+    return registry
