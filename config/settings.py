@@ -9,7 +9,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_float, env_int, env_list, env_rate, env_str
+from config.env import env_bool, env_float, env_int, env_list, env_networks, env_rate, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -337,6 +337,9 @@ SESSION_COOKIE_SECURE = env_bool("ENGRAM_SECURE_COOKIES", ENGRAM_PRODUCTION)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 if env_bool("ENGRAM_BEHIND_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# The proxies whose X-Forwarded-For names the client (api/client_ip.py): addresses or CIDR networks. None by
+# default: any client can write that header, so trusting it by default lets one client be many (throttling).
+ENGRAM_TRUSTED_PROXIES = env_networks("ENGRAM_TRUSTED_PROXIES")
 
 LOGGING = {
     "version": 1,
