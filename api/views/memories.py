@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.authentication import scope_of
-from api.exceptions import _sentence, record_refusals
+from api.exceptions import _sentence, record_refusals, strings_of, without_echo
 from api.fields import (
     NameField,
     NamespaceField,
@@ -502,7 +502,7 @@ class BatchItemParser:
         except EngramError as exc:
             return exc
         except ValidationError as exc:
-            return InvalidInput(_sentence(exc.detail))
+            return InvalidInput(_sentence(without_echo(exc.detail, strings_of(item))))
         default = SourceType.VERIFIED_OUTCOME if is_outcome else SourceType.EXPLICIT_USER_STATEMENT
         return to_record_input(data, default_source=default)
 
