@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+# Request lines are logged with secrets redacted (config/log_redaction.py).
+logger_class = "config.log_redaction.GunicornLogger"
+
 
 def post_worker_init(worker: Any) -> None:
     """Each web process loads the embedding model (one thread) before it accepts a request."""

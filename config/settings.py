@@ -345,7 +345,11 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    # Lines that repeat a request's path or query string have secrets redacted (config/log_redaction.py).
+    "filters": {"redact_secrets": {"()": "config.log_redaction.RedactSecrets"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("ENGRAM_LOG_LEVEL", "INFO")},
-    "loggers": {"pgserver": {"level": "WARNING"}, "django_q": {"level": "WARNING"}},
+    "loggers": {"pgserver": {"level": "WARNING"}, "django_q": {"level": "WARNING"},
+                **{name: {"filters": ["redact_secrets"]} for name in (
+                    "django.request", "django.server", "django.security", "engram.api")}},
 }
