@@ -4,7 +4,9 @@ detect-secrets finds tokens, keys and keyword-assigned passwords; its entropy pl
 because they flag ordinary prose ("Prefers aisle seats"). Our own checks add what it does not
 cover in prose: payment card numbers (Luhn-checked), private key blocks, recovery codes,
 government ID numbers and passwords stated in words ("my password is ...").
-Findings name the kind of secret and where it was, never the secret itself.
+Findings name the kind of secret and where it was, never the secret itself. Encoded candidates (base64,
+hex, percent-escapes) are decoded and read again (``decoded_forms``), and ``redact_secrets`` takes them out
+of log lines.
 """
 
 from __future__ import annotations
@@ -98,8 +100,8 @@ def is_ciphertext(text: str) -> bool:
     Such a string is ciphertext (the OpenAI Agents SDK's EncryptedSession stores each item as one; so do
     clients that seal before sending): it cannot show a secret, but its random base64 matches token
     patterns now and then (measured: 2 in 20,000 session envelopes looked like a GitHub token or an ID
-    number), so it is not scanned. A secret base64-encoded by hand is no more visible to the scan than
-    before."""
+    number), so it is not scanned. A secret base64-encoded by hand is still found: ``decoded_forms``
+    reads base64 runs that decode to printable text, which a Fernet token never does."""
     if not _FERNET_TOKEN.fullmatch(text):
         return False
     try:
