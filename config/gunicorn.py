@@ -4,8 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-# Request lines are logged with secrets redacted (config/log_redaction.py).
-logger_class = "config.log_redaction.GunicornLogger"
+from gunicorn import glogging
+
+from config.log_redaction import RedactSecrets
+
+
+class GunicornLogger(glogging.Logger):
+    """gunicorn's logger, with request lines in its access and error logs redacted (config/log_redaction.py)."""
+
+    def setup(self, cfg: Any) -> None:
+        super().setup(cfg)
+        for log in (self.access_log, self.error_log):
+            log.addFilter(RedactSecrets())
+
+
+logger_class = GunicornLogger
 
 
 def post_worker_init(worker: Any) -> None:

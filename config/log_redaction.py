@@ -6,9 +6,6 @@ still be written to disk. A filter on those loggers redacts what looks like a se
 from __future__ import annotations
 
 import logging
-from typing import Any
-
-from gunicorn import glogging
 
 
 class RedactSecrets(logging.Filter):
@@ -20,12 +17,3 @@ class RedactSecrets(logging.Filter):
         if redacted != message:
             record.msg, record.args = redacted, None
         return True
-
-
-class GunicornLogger(glogging.Logger):
-    """gunicorn's logger, with its access and error logs redacted (config/gunicorn.py names it)."""
-
-    def setup(self, cfg: Any) -> None:
-        super().setup(cfg)
-        for log in (self.access_log, self.error_log):
-            log.addFilter(RedactSecrets())
