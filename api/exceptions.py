@@ -14,6 +14,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 
 from memory.errors import EngramError
+from memory.policy.secrets import redact_secrets, scan_text
 from memory.refusals import refusals_record
 
 logger = logging.getLogger(__name__)
@@ -75,8 +76,6 @@ def without_echo(detail: Any, submitted: set[str]) -> Any:
     """``detail`` with every submitted value a message repeats replaced by "…", and any key of it that looks like
     a secret by "<redacted>": a rejected value (a token sent as a `types` entry, a key as a field name) is
     never echoed back, where it would land in the client's and the proxies' logs."""
-    from memory.policy.secrets import scan_text
-
     if isinstance(detail, dict):
         return {("<redacted>" if isinstance(k, str) and scan_text(k) else k): without_echo(v, submitted)
                 for k, v in detail.items()}
@@ -137,7 +136,8 @@ def engram_exception_handler(exc: Exception, context: dict[str, Any]) -> Respons
         return response
     if isinstance(exc, EngramError):
         record_refusals(context.get("request"), [exc])
-        return Response({"code": exc.code, "detail": exc.detail, **exc.extra}, status=exc.status)
+        # Messages name ids the client sent ("No thread '…'"); one that looks like a secret is not repeated.
+        return Response({"code": exc.code, "detail": redact_secrets(exc.detail), **exc.extra}, status=exc.status)
     if isinstance(exc, RequestDataTooBig):
         return Response({"code": "payload_too_large", "detail": "The request body is too large."}, status=400)
     if isinstance(exc, Http404):

@@ -248,7 +248,7 @@ _LETTER, _DIGIT = re.compile(r"[A-Za-z]"), re.compile(r"\d")
 # What can state a secret in words across pieces ("my password is ..."): checked on the whole line.
 _IN_WORDS = (_PASSWORD_IN_WORDS, _CREDENTIAL_ASSIGNMENT, _ID_KEYWORD, _RECOVERY_CODES)
 REDACTED = "[REDACTED]"
-WITHHELD = f"{REDACTED} (a log line withheld: it held what looks like a secret)"
+WITHHELD = f"{REDACTED} (withheld whole: it held what looks like a secret)"
 
 
 def _may_be_secret(piece: str) -> bool:

@@ -137,3 +137,10 @@ def test_a_batch_items_error_does_not_echo_its_value(agent):
     assert response.status_code == 200
     assert response.json()["results"][0]["code"] == "invalid"
     assert GITHUB_TOKEN not in response.content.decode()
+
+
+def test_an_error_naming_a_secret_the_client_sent_does_not_repeat_it(agent):
+    response = agent.get(f"/api/v1/facts?namespace=user&field={SLACK_TOKEN}")
+
+    assert response.status_code == 404 and response.json()["code"] == "not_found"
+    assert SLACK_TOKEN not in response.content.decode() and "[REDACTED]" in response.json()["detail"]
