@@ -14,6 +14,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 
 from memory.errors import EngramError
+from memory.policy.secrets import redact_secrets, scan_text
 from memory.refusals import refusals_record
 
 logger = logging.getLogger(__name__)
@@ -35,6 +36,61 @@ def _sentence(errors: Any) -> str:
 
     walk(errors, "")
     return "; ".join(parts) or "The request is not valid."
+
+
+def strings_of(value: Any, found: set[str] | None = None) -> set[str]:
+    """Every string in a JSON-like value, keys included."""
+    found = set() if found is None else found
+    if isinstance(value, str):
+        if value:
+            found.add(value)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            strings_of(str(key), found)
+            strings_of(item, found)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            strings_of(item, found)
+    return found
+
+
+def _submitted(context: dict[str, Any]) -> set[str]:
+    """Every string the request sent: body values and keys, query parameters, path parameters."""
+    request = context.get("request")
+    found = strings_of(list((context.get("kwargs") or {}).values()))
+    if request is None:
+        return found
+    try:
+        strings_of(request.data, found)
+    except exceptions.APIException:  # a body that does not parse was never read into values
+        pass
+    for key, values in request.query_params.lists():
+        strings_of([key, *values], found)
+    return found
+
+
+_ECHO_MIN_CHARS = 8  # shorter values are replaced only where a message quotes them (DRF's "{input}")
+
+
+def without_echo(detail: Any, submitted: set[str]) -> Any:
+    """``detail`` with every submitted value a message repeats replaced by "…", and any key of it that looks like
+    a secret by "<redacted>": a rejected value (a token sent as a `types` entry, a key as a field name) is
+    never echoed back, where it would land in the client's and the proxies' logs."""
+    if isinstance(detail, dict):
+        return {("<redacted>" if isinstance(k, str) and scan_text(k) else k): without_echo(v, submitted)
+                for k, v in detail.items()}
+    if isinstance(detail, list):
+        return [without_echo(item, submitted) for item in detail]
+    if not isinstance(detail, str):
+        return detail
+    code = getattr(detail, "code", None)
+    text = str(detail)
+    for value in sorted(submitted, key=len, reverse=True):
+        if len(value) >= _ECHO_MIN_CHARS:
+            text = text.replace(value, "…")
+        else:
+            text = text.replace(f'"{value}"', '"…"').replace(f"'{value}'", "'…'")
+    return exceptions.ErrorDetail(text, code) if code is not None else text
 
 
 # psycopg errors that mean "busy, try again" rather than "unreachable".
@@ -80,7 +136,8 @@ def engram_exception_handler(exc: Exception, context: dict[str, Any]) -> Respons
         return response
     if isinstance(exc, EngramError):
         record_refusals(context.get("request"), [exc])
-        return Response({"code": exc.code, "detail": exc.detail, **exc.extra}, status=exc.status)
+        # Messages name ids the client sent ("No thread '…'"); one that looks like a secret is not repeated.
+        return Response({"code": exc.code, "detail": redact_secrets(exc.detail), **exc.extra}, status=exc.status)
     if isinstance(exc, RequestDataTooBig):
         return Response({"code": "payload_too_large", "detail": "The request body is too large."}, status=400)
     if isinstance(exc, Http404):
@@ -88,7 +145,8 @@ def engram_exception_handler(exc: Exception, context: dict[str, Any]) -> Respons
     if isinstance(exc, DjangoPermissionDenied):
         return Response({"code": "forbidden", "detail": "Permission denied."}, status=403)
     if isinstance(exc, exceptions.ValidationError):
-        return Response({"code": "invalid", "detail": _sentence(exc.detail), "errors": exc.detail},
+        detail = without_echo(exc.detail, _submitted(context))
+        return Response({"code": "invalid", "detail": _sentence(detail), "errors": detail},
                         status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, exceptions.ParseError):
         return Response({"code": "malformed_json", "detail": f"The body is not valid JSON: {exc.detail}"},

@@ -9,7 +9,7 @@ from typing import Any
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 
-from api.exceptions import _sentence
+from api.exceptions import _sentence, strings_of, without_echo
 from api.fields import (
     NameField,
     NamespaceField,
@@ -157,7 +157,7 @@ class BatchItemParser:
         except EngramError as exc:
             return exc
         except ValidationError as exc:
-            return InvalidInput(_sentence(exc.detail))
+            return InvalidInput(_sentence(without_echo(exc.detail, strings_of(item))))
         default = SourceType.VERIFIED_OUTCOME if is_outcome else SourceType.EXPLICIT_USER_STATEMENT
         return to_record_input(data, default_source=default)
 

@@ -22,6 +22,7 @@ from rest_framework import exceptions
 from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
 
+from api.client_ip import client_ip
 from api.models import ThrottleCounter
 from api.principal import AgentPrincipal
 from memory import metrics
@@ -65,6 +66,10 @@ class SlidingWindowThrottle(SimpleRateThrottle):
 
     def identity(self, request: Request) -> str | None:
         raise NotImplementedError
+
+    def get_ident(self, request: Request) -> str:
+        # Not DRF's: with NUM_PROXIES unset it takes any client's X-Forwarded-For as its address.
+        return client_ip(request)
 
     def get_cache_key(self, request: Request, view: Any) -> str | None:
         ident = self.identity(request)

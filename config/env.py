@@ -64,3 +64,16 @@ def env_rate(name: str, default: str) -> str | None:
     if not _RATE.match(raw):
         raise ImproperlyConfigured(f"{name} must look like 100/s, 6000/min, 1000/hour or 'off', got {raw!r}")
     return raw
+
+
+def env_networks(name: str) -> list[str]:
+    """Comma-separated IP addresses or CIDR networks ("10.0.0.0/8, 127.0.0.1"), each checked; empty: none."""
+    import ipaddress
+
+    networks = []
+    for item in env_list(name, []):
+        try:
+            networks.append(str(ipaddress.ip_network(item, strict=False)))
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"{name} must list IP addresses or networks, got {item!r}") from exc
+    return networks

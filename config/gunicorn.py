@@ -7,6 +7,8 @@ from typing import Any
 
 from gunicorn.glogging import Logger
 
+from config.log_redaction import RedactSecrets
+
 # The request id is the response's X-Request-ID header (config/observability.py sets it on every response):
 # the access line of a request and the Django and worker lines it caused carry the same id.
 access_log_format = ('%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s" %(M)sms '
@@ -14,10 +16,13 @@ access_log_format = ('%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s
 
 
 class EngramLogger(Logger):
-    """gunicorn's own lines (access and error) as JSON objects when ENGRAM_LOG_FORMAT=json, like Django's."""
+    """gunicorn's own lines (access and error): request lines with secrets redacted (config/log_redaction.py), and
+    JSON objects when ENGRAM_LOG_FORMAT=json, like Django's."""
 
     def setup(self, cfg: Any) -> None:
         super().setup(cfg)
+        for log in (self.access_log, self.error_log):
+            log.addFilter(RedactSecrets())
         if os.environ.get("ENGRAM_LOG_FORMAT", "plain").strip().lower() == "json":
             # Local: gunicorn reads this file before Django is set up; its logger is set up in the worker.
             from memory.tracing import JsonFormatter

@@ -9,7 +9,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_float, env_int, env_list, env_rate, env_str
+from config.env import env_bool, env_float, env_int, env_list, env_networks, env_rate, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -346,6 +346,9 @@ SESSION_COOKIE_SECURE = env_bool("ENGRAM_SECURE_COOKIES", ENGRAM_PRODUCTION)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 if env_bool("ENGRAM_BEHIND_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# The proxies whose X-Forwarded-For names the client (api/client_ip.py): addresses or CIDR networks. None by
+# default: any client can write that header, so trusting it by default lets one client be many (throttling).
+ENGRAM_TRUSTED_PROXIES = env_networks("ENGRAM_TRUSTED_PROXIES")
 
 # --- Operations: metrics and logs -------------------------------------------------------------
 # GET /metrics answers loopback requests; anyone else must send `Authorization: Bearer <this token>`
@@ -361,7 +364,9 @@ if ENGRAM_LOG_FORMAT not in ("plain", "json"):
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "memory.tracing.RequestIdFilter"}},
+    "filters": {"request_id": {"()": "memory.tracing.RequestIdFilter"},
+                # Lines that repeat a request's path or query string have secrets redacted (config/log_redaction.py).
+                "redact_secrets": {"()": "config.log_redaction.RedactSecrets"}},
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s request_id=%(request_id)s %(message)s"},
         "json": {"()": "memory.tracing.JsonFormatter"},
@@ -369,5 +374,7 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": ENGRAM_LOG_FORMAT,
                              "filters": ["request_id"]}},
     "root": {"handlers": ["console"], "level": env_str("ENGRAM_LOG_LEVEL", "INFO")},
-    "loggers": {"pgserver": {"level": "WARNING"}, "django_q": {"level": "WARNING"}},
+    "loggers": {"pgserver": {"level": "WARNING"}, "django_q": {"level": "WARNING"},
+                **{name: {"filters": ["redact_secrets"]} for name in (
+                    "django.request", "django.server", "django.security", "engram.api")}},
 }

@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.authentication import scope_of
-from api.exceptions import _sentence
+from api.exceptions import _sentence, strings_of, without_echo
 from api.fields import NameField, StrictSerializer, check_json_value, item_problem
 from api.openapi import AGENT, BODY, SecretFindingOut, Tags, errors, written
 from api.paging import PageIn, page_body, window
@@ -229,7 +229,7 @@ class DocumentBatchApi(APIView):
                 continue
             item = DocumentIn(data=raw)
             items.append(_input(item.validated_data) if item.is_valid()
-                         else InvalidInput(_sentence(item.errors)))
+                         else InvalidInput(_sentence(without_echo(item.errors, strings_of(raw)))))
         results = document_batch_ingest(scope=scope_of(request), items=items)
         body = []
         for r in results:

@@ -256,7 +256,8 @@ class MemoryCorrectApi(APIView):
         operation_id="memory_correct", tags=[Tags.MEMORIES], summary="Correct a memory",
         description="Writes a new explicit statement that supersedes the record, through the write gate (the "
                     "record's class must take confirmed writes from agents), and marks summaries that cite it "
-                    "stale.",
+                    "stale. Needs the `read` scope as well as `write`: the new record carries over the old "
+                    "value or sentence the correction leaves out.",
         request=CorrectionIn,
         responses={201: CorrectionOut, **errors(*BODY, *AGENT, "scope_mismatch", "namespace_forbidden", "not_found",
                                                 "not_active", "correction_outranked", "class_not_allowed",

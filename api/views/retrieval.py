@@ -16,7 +16,6 @@ from api.openapi import AGENT, BODY, ErrorOut, Tags, errors
 from api.records import RECORD_EXAMPLE, RecordOut
 from api.shared_payloads import SeqRangeOut, SummarizerOut
 from memory.models import MemoryType
-from memory.policy.secrets import refuse_secrets
 from memory.records.presenters import record_payload
 from memory.retrieval.pipeline import DEFAULT_BUDGET_TOKENS, DEFAULT_LIMIT, MAX_LIMIT, RetrieveRequest, memory_retrieve
 from memory.retrieval.selectors import FactConflict, fact_get, retrieval_log_get
@@ -144,7 +143,8 @@ class RetrieveApi(APIView):
                     "semantic search, fusion, reranking, `limit` and a token budget. Packets carry their provenance; "
                     "every call writes a log.",
         request=InputSerializer, responses={200: RetrieveOut, **errors(*BODY, *AGENT, "scope_mismatch",
-                                                                         "invalid_filter", "invalid_include")},
+                                                                         "invalid_filter", "invalid_include",
+                                                                         "secret_detected")},
         examples=[
             OpenApiExample("A task's question", request_only=True, value={
                 "query": "which seat should I book?", "namespaces": [["user", "travel_preferences"]],
@@ -163,9 +163,6 @@ class RetrieveApi(APIView):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         d = serializer.validated_data
-        # The query and filters are kept in the retrieval log (and shown in exports): a secret in them is
-        # refused like a secret in a write, and stored nowhere.
-        refuse_secrets({"query": d["query"], "filters": d.get("filters") or {}})
         result = memory_retrieve(scope=scope, request=RetrieveRequest(
             query=d["query"], namespaces=d.get("namespaces"), kinds=d.get("kinds"), types=d.get("types"),
             filters=d.get("filters") or {}, budget_tokens=d["budget_tokens"], limit=d["limit"],

@@ -19,7 +19,7 @@ from api.openapi import AGENT, BODY, ETAG, IDEMPOTENCY_KEY, IF_MATCH, IF_NONE_MA
 from api.paging import PageIn, page_body
 from api.shared_payloads import SeqRangeOut, SummarizerOut
 from memory.errors import InvalidInput
-from memory.scope import Scope
+from memory.scope import READ, Scope
 from memory.threads import selectors
 from memory.threads.models import Checkpoint, EventKind, Summary, Thread, ThreadEvent, ToolCall
 from memory.threads.services.clear import thread_clear
@@ -160,17 +160,21 @@ class CheckpointOut(serializers.Serializer):
     updated_at = serializers.DateTimeField()
 
 
+# A key without `read` gets back from a write only what it sent, with ids, status and times.
+STORED_CONTENT = "Left out of a write's answer to a key without the `read` scope, unless this request sent it."
+
+
 class ToolCallOut(serializers.Serializer):
     """A tool call recorded before its side effect, and its verified outcome after."""
 
     workflow_id = serializers.CharField()
     idempotency_key = serializers.CharField()
-    tool = serializers.CharField()
-    arguments = serializers.DictField()
+    tool = serializers.CharField(required=False, help_text=STORED_CONTENT)
+    arguments = serializers.DictField(required=False, help_text=STORED_CONTENT)
     status = serializers.ChoiceField(choices=ToolCall.Status.choices,
                                      help_text="`pending`: the effect may or may not have happened: verify with the "
                                                "tool's system before retrying.")
-    outcome = serializers.JSONField(allow_null=True)
+    outcome = serializers.JSONField(allow_null=True, required=False, help_text=STORED_CONTENT)
     outcome_at = serializers.DateTimeField(allow_null=True)
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
@@ -272,11 +276,18 @@ def checkpoint_response(checkpoint: Checkpoint, code: int = status.HTTP_200_OK) 
     return response
 
 
-def tool_call_payload(call: ToolCall) -> dict[str, Any]:
-    return {"workflow_id": call.workflow_id, "idempotency_key": call.idempotency_key, "tool": call.tool,
+def tool_call_payload(call: ToolCall, scope: Scope | None = None, sent: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The call; answering a write (``scope`` given) to a key without ``read``, its stored content only
+    where this request ``sent`` it (a replay's recorded outcome, the arguments a PATCH did not send)."""
+    body = {"workflow_id": call.workflow_id, "idempotency_key": call.idempotency_key, "tool": call.tool,
             "arguments": call.arguments, "status": call.status, "outcome": call.outcome,
             "outcome_at": _iso(call.outcome_at), "created_at": _iso(call.created_at),
             "updated_at": _iso(call.updated_at)}
+    if scope is not None and not scope.can(READ):
+        for name in ("tool", "arguments", "outcome"):
+            if name not in sent:
+                del body[name]
+    return body
 
 
 class ThreadListCreateApi(APIView):
@@ -469,7 +480,7 @@ class ThreadEventPopApi(APIView):
         operation_id="thread_event_pop", tags=[Tags.THREADS], summary="Take the last event off",
         description="The answer holds the last recorded event's content; the row is blanked in place (like "
                     "DELETE of the event). `event` is null when no recorded event is left. Not idempotent: a "
-                    "retried pop takes the next event.",
+                    "retried pop takes the next event. Needs the `read` scope as well as `write`.",
         request=InputSerializer, responses={200: PopOut, **errors(*BODY, *THREAD_STATE, "scope_mismatch", "not_found")})
     def post(self, request: Request, thread_id: str) -> Response:
         _validated(self.InputSerializer, request)
@@ -541,7 +552,8 @@ class ThreadSummarizeApi(APIView):
     @extend_schema(
         operation_id="thread_summarize", tags=[Tags.THREADS], summary="Summarize a thread",
         description="A server summary of `from_seq..to_seq` (default: the whole thread so far), by the configured "
-                    "summarizer (an extractive one unless a model service is configured).",
+                    "summarizer (an extractive one unless a model service is configured). Needs the `read` scope as "
+                    "well as `write`: the answer is a summary of stored events.",
         request=InputSerializer,
         responses={201: SummaryOut, **errors(*BODY, *THREAD_STATE, "scope_mismatch", "not_found", "invalid_range",
                                              "thread_busy", "summarizer_unavailable")})
@@ -629,7 +641,8 @@ class ToolCallCreateApi(APIView):
         call, created = tool_call_record(scope=scope_of(request), workflow_id=_workflow(workflow_id),
                                          idempotency_key=data["idempotency_key"], tool=data["tool"],
                                          arguments=data["arguments"])
-        return Response(tool_call_payload(call), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+        return Response(tool_call_payload(call, scope_of(request), sent=("tool", "arguments")),
+                        status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
 class ToolCallDetailApi(APIView):
@@ -656,4 +669,4 @@ class ToolCallDetailApi(APIView):
         data = _validated(self.InputSerializer, request)
         call, _ = tool_call_complete(scope=scope_of(request), workflow_id=_workflow(workflow_id),
                                      idempotency_key=key, status=data["status"], outcome=data["outcome"])
-        return Response(tool_call_payload(call))
+        return Response(tool_call_payload(call, scope_of(request), sent=("outcome",)))

@@ -27,6 +27,7 @@ from memory.scope import ALL_PERMISSIONS, MINT, require_permission
 
 KEY_PREFIX = "egk_"
 TOKEN_PREFIX = "ept_"
+PREFIX_CHARS = 12  # how much of a key is kept in clear (AgentKey.prefix) to name it
 _TOKEN_SALT = "engram.principal-token.v1"
 
 
@@ -102,7 +103,7 @@ def agent_key_create(*, tenant: Tenant, name: str, permissions: list[str],
     """Create a key and return it with the raw secret, which is never stored and never shown again."""
     raw = KEY_PREFIX + secrets.token_urlsafe(32)
     key = AgentKey.objects.create(
-        tenant=tenant, name=name, prefix=raw[:12], key_hash=hash_key(raw),
+        tenant=tenant, name=name, prefix=raw[:PREFIX_CHARS], key_hash=hash_key(raw),
         permissions=_validate_permissions(permissions), namespaces=_validate_namespaces(namespaces),
     )
     audit(actor=actor, action="agent_key.create", object_type="agent_key", object_id=str(key.pk),
@@ -163,13 +164,21 @@ def agent_key_rotate(*, key: AgentKey, actor: str = "system", grace_seconds: int
 
 
 def agent_key_find(reference: str, *, tenant: Tenant | None = None) -> AgentKey:
-    """A key by id or by the prefix shown at creation and in the admin (``egk_AbCdEfGh``)."""
+    """A key by id, by the prefix shown at creation and in the admin (``egk_AbCdEfGh``), or by the whole
+    key (matched by its SHA-256, the only form it is stored in; never repeated in a message)."""
     keys = AgentKey.objects.select_related("tenant")
     if tenant is not None:
         keys = keys.filter(tenant=tenant)
-    matches = list(keys.filter(pk=int(reference))) if reference.isdigit() else list(keys.filter(prefix=reference))
+    whole = reference.startswith(KEY_PREFIX) and len(reference) > PREFIX_CHARS
+    if reference.isdigit():
+        matches = list(keys.filter(pk=int(reference)))
+    elif whole:
+        matches = list(keys.filter(key_hash=hash_key(reference)))
+    else:
+        matches = list(keys.filter(prefix=reference))
     if not matches:
-        raise InvalidInput(f"No agent key '{reference}'.", code="not_found", status=404)
+        shown = f"{reference[:PREFIX_CHARS]}…" if whole else reference
+        raise InvalidInput(f"No agent key '{shown}'.", code="not_found", status=404)
     if len(matches) > 1:
         raise InvalidInput(f"Several keys start with '{reference}'; give the key's id.", code="ambiguous")
     return matches[0]

@@ -4,7 +4,9 @@ detect-secrets finds tokens, keys and keyword-assigned passwords; its entropy pl
 because they flag ordinary prose ("Prefers aisle seats"). Our own checks add what it does not
 cover in prose: payment card numbers (Luhn-checked), private key blocks, recovery codes,
 government ID numbers and passwords stated in words ("my password is ...").
-Findings name the kind of secret and where it was, never the secret itself.
+Findings name the kind of secret and where it was, never the secret itself. Encoded candidates (base64,
+hex, percent-escapes) are decoded and read again (``decoded_forms``), and ``redact_secrets`` takes them out
+of log lines.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ import binascii
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
+from urllib.parse import unquote, unquote_plus
 
 from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 from detect_secrets.core.scan import scan_line
@@ -96,8 +100,8 @@ def is_ciphertext(text: str) -> bool:
     Such a string is ciphertext (the OpenAI Agents SDK's EncryptedSession stores each item as one; so do
     clients that seal before sending): it cannot show a secret, but its random base64 matches token
     patterns now and then (measured: 2 in 20,000 session envelopes looked like a GitHub token or an ID
-    number), so it is not scanned. A secret base64-encoded by hand is no more visible to the scan than
-    before."""
+    number), so it is not scanned. A secret base64-encoded by hand is still found: ``decoded_forms``
+    reads base64 runs that decode to printable text, which a Fernet token never does."""
     if not _FERNET_TOKEN.fullmatch(text):
         return False
     try:
@@ -129,8 +133,53 @@ def _may_hold_plugin_secret(line: str) -> bool:
     return not _PREFILTER or any(pattern.search(line) for pattern in _PREFILTER)
 
 
-def scan_text(text: str) -> list[str]:
-    """Kinds of secret found in one string (empty when clean)."""
+# Encoded candidates: a run of base64 (standard or URL-safe) or of hex long enough to hold a token once
+# decoded, and percent-escapes. Shorter runs are ordinary words and ids.
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_\-]{16,}={0,2}")
+_HEX_RUN = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){8,}(?![0-9A-Fa-f])")
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_PRINTABLE = re.compile(r"[\t\n\r\x20-\x7e]+")
+_MAX_DECODE_DEPTH = 2  # base64 of a URL-encoded token, say; deeper nesting is not looked into
+
+
+def _text_of(raw: bytes) -> str | None:
+    """Decoded bytes as text when they are printable ASCII (what a token, key or password is); random
+    bytes (an id, a hash, a word that happens to be base64) are not."""
+    if not raw or not raw.isascii():
+        return None
+    text = raw.decode("ascii")
+    return text if _PRINTABLE.fullmatch(text) else None
+
+
+def _base64_text(run: str) -> str | None:
+    run = run.rstrip("=")
+    if len(run) % 4 == 1:
+        return None
+    padded = run + "=" * (-len(run) % 4)
+    try:
+        raw = base64.urlsafe_b64decode(padded) if "-" in run or "_" in run else base64.b64decode(padded)
+    except (ValueError, binascii.Error):
+        return None
+    return _text_of(raw)
+
+
+def decoded_forms(text: str) -> list[str]:
+    """What ``text`` says once decoded: its percent-escapes resolved, and each long base64 or hex run that
+    decodes to printable text. The scan reads these too, so an encoded secret is found like a plain one."""
+    forms = []
+    if "%" in text and _PERCENT_ESCAPE.search(text):
+        forms.append(unquote(text))
+    for match in _HEX_RUN.finditer(text):
+        if (decoded := _text_of(bytes.fromhex(match.group()))) is not None:
+            forms.append(decoded)
+    for match in _BASE64_RUN.finditer(text):
+        if (decoded := _base64_text(match.group())) is not None:
+            forms.append(decoded)
+    return forms
+
+
+def scan_text(text: str, *, _depth: int = 0) -> list[str]:
+    """Kinds of secret found in one string (empty when clean), read as it is and decoded (decoded_forms)."""
     if is_ciphertext(text):
         return []
     kinds = list(dict.fromkeys(_own_checks(text)))
@@ -141,6 +190,11 @@ def scan_text(text: str) -> list[str]:
             kind = found.type.lower().replace(" ", "_")
             if kind not in kinds:
                 kinds.append(kind)
+    if _depth < _MAX_DECODE_DEPTH:
+        for form in decoded_forms(text):
+            for kind in scan_text(form, _depth=_depth + 1):
+                if kind not in kinds:
+                    kinds.append(kind)
     return kinds
 
 
@@ -185,3 +239,66 @@ def refuse_secrets(payload: Any, *, cache: dict[str, list[str]] | None = None) -
     findings = scan_payload(payload, cache=cache)
     if findings:
         raise SecretDetected(describe(findings))
+
+
+# Where a secret can sit in a log line: a path segment, a query parameter (name=value kept together, so
+# "api_key=..." is seen whole), a header value; split at what separates them, keeping the separators.
+_LOG_PIECES = re.compile(r"([\s/?&\"'()\[\];,]+)")
+_LETTER, _DIGIT = re.compile(r"[A-Za-z]"), re.compile(r"\d")
+# What can state a secret in words across pieces ("my password is ..."): checked on the whole line.
+_IN_WORDS = (_PASSWORD_IN_WORDS, _CREDENTIAL_ASSIGNMENT, _ID_KEYWORD, _RECOVERY_CODES)
+REDACTED = "[REDACTED]"
+WITHHELD = f"{REDACTED} (withheld whole: it held what looks like a secret)"
+
+
+def _may_be_secret(piece: str) -> bool:
+    """Whether a piece of a log line can be a secret at all: every finding of the scan needs at least 8
+    characters with letters and digits together, an assignment or an encoding, or a long run of digits
+    (cards, ID numbers). Plain words, versions, addresses and short numbers are not scanned."""
+    if len(piece) < 8:
+        return False
+    if "=" in piece or "%" in piece or "+" in piece:
+        return True
+    digits = len(_DIGIT.findall(piece))
+    if digits >= 9 and ":" not in piece:  # a time of day is digits and colons
+        return True
+    return digits > 0 and _LETTER.search(piece) is not None
+
+
+@lru_cache(maxsize=4096)
+def _piece_is_secret(piece: str) -> bool:
+    return bool(scan_text(piece) or (("%" in piece or "+" in piece) and scan_text(unquote_plus(piece))))
+
+
+def redact_secrets(line: str) -> str:
+    """``line`` with every piece that looks like a secret replaced by [REDACTED]: for log lines that repeat
+    a request's path and query string. Only pieces that can hold a secret are scanned (a log line of
+    plain words costs a few regex searches, a repeated piece a cache lookup); a secret stated in words
+    across pieces withholds the whole line."""
+    pieces = _LOG_PIECES.split(line)
+    for i in range(0, len(pieces), 2):
+        if _may_be_secret(pieces[i]) and _piece_is_secret(pieces[i]):
+            pieces[i] = REDACTED
+    redacted = "".join(pieces)
+    words = unquote_plus(redacted)
+    lower = words.lower()
+    if any(k in lower for k in _WORD_KEYS) and any(pattern.search(words) for pattern in _IN_WORDS):
+        return WITHHELD
+    if _SPACED_NUMBER.search(words) and _numbers_in_words(words):
+        return WITHHELD
+    return redacted
+
+
+# Cheap gates before the regexes above (each costs 15-60 us on a log line): a word each needs, and
+# digits in spaced groups (a card's 4-4-4-4, an SSN's 3-2-4, a NINO's 2-2-2).
+_WORD_KEYS = ("pass", "pin", "key", "token", "bearer", "ssn", "social", "national", "licen", "tax", "recovery",
+              "backup", "2fa", "mfa", "one-time", "one time")
+_SPACED_NUMBER = re.compile(r"\d{2,4}[ -]\d{2,4}[ -]\d{2,4}")
+
+
+def _numbers_in_words(text: str) -> bool:
+    """A card or ID number written with spaces, so in several pieces of a line."""
+    if _US_SSN.search(text) or _UK_NINO.search(text):
+        return True
+    return any(_luhn_ok(re.sub(r"\D", "", m.group())) for m in _CARD_CANDIDATE.finditer(text)
+               if 13 <= len(re.sub(r"\D", "", m.group())) <= 19)

@@ -171,11 +171,42 @@ def check_item(scope: Scope, item: RecordInput, *, path: str, classes: dict[str,
 
     Shared with candidate submission, whose item becomes a Candidate instead of a record."""
     scope.require_namespace(item.namespace)
-    refuse_secrets({**item.canonical(), "event_id": item.event_id, "event_text": item.event_text, **(extra or {})},
-                   cache=scan_cache)
+    refuse_secrets({**item.canonical(), "event_id": item.event_id, "event_text": item.event_text, **(extra or {}),
+                    **read_together(item.text, item.value)}, cache=scan_cache)
     memory_class = (pick_class(classes, item.namespace) if classes is not None
                     else class_for_namespace(tenant_id=scope.tenant_id, namespace=item.namespace))
     return check_class(memory_class, namespace=item.namespace, path=path)
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in _strings(item)]
+    if isinstance(value, list | tuple):
+        return [s for item in value for s in _strings(item)]
+    return []
+
+
+def _glued(parts: list[str]) -> str:
+    # Joined with nothing between, so a token cut in two reads whole again; but two numbers are not run
+    # together (two phone numbers would read as a card number now and then).
+    out = parts[0]
+    for part in parts[1:]:
+        out += ("\n" if out[-1:].isdigit() and part[:1].isdigit() else "") + part
+    return out
+
+
+def read_together(text: str, value: Any) -> dict[str, str]:
+    """The record's text and its fact's strings as one, both ways round, for the secret scan: a secret
+    split between the text and the fact (or two strings of the fact) is found whole. Strings the text
+    already holds (the default `field: value` text) add nothing and are left out, so a plain record
+    costs no extra scan."""
+    parts = [text, *(s for s in _strings(value) if s and s not in text)]
+    parts = [p for p in parts if p]
+    if len(parts) < 2:
+        return {}
+    return {"text+fact": _glued(parts), "fact+text": _glued(parts[::-1])}
 
 
 def tombstoned_error() -> ConflictError:

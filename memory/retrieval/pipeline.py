@@ -24,6 +24,7 @@ from memory.models import Confidence
 from memory.namespaces import intersect_prefixes, to_list
 from memory.normalise import normalise_text, normalise_value
 from memory.policy.injection import content_flags
+from memory.policy.secrets import refuse_secrets
 from memory.retrieval import candidates as legs
 from memory.retrieval.ranking import MIN_SIMILARITY, Ranked, below_threshold, score
 from memory.retrieval.services import retrieval_log_record
@@ -156,9 +157,13 @@ def _narrowed(scope: Scope, request: RetrieveRequest, log: list[dict[str, Any]],
 def memory_retrieve(*, scope: Scope, request: RetrieveRequest) -> RetrieveResult:
     """Retrieve packets for ``request`` within ``scope``, and log the call."""
     scope.require(READ)
-    for name in request.include:
-        if name != MEMORY and provider(name) is None:
-            raise InvalidInput(f"Unknown include '{name}'.", code="invalid_include")
+    # The whole request is kept in the retrieval log (shown by /retrievals/{id} and the export): a secret in
+    # any of it is refused like one in a write, and stored nowhere.
+    refuse_secrets({"query": request.query, **_request_json(request)})
+    for index, name in enumerate(request.include):
+        if name != MEMORY and provider(name) is None:  # the value is not repeated: a rejected value is never echoed
+            raise InvalidInput(f"include[{index}] is not a source: give memory, summaries, procedures or knowledge.",
+                               code="invalid_include")
     started = time.perf_counter()
     timings: dict[str, float] = {}
     dropped: dict[str, int] = {}

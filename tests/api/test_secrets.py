@@ -83,3 +83,64 @@ def test_ordinary_prose_with_numbers_is_not_a_secret(agent):
         fact={"field": "last_order", "value": "ORD-2026-88172, flight LH 1234 on 2026-08-21, eu-west-1"}))
 
     assert response.status_code == 201
+
+
+def _encodings(secret: str) -> dict[str, str]:
+    import base64
+    from urllib.parse import quote
+
+    return {"base64": base64.b64encode(secret.encode()).decode(),
+            "base64url": base64.urlsafe_b64encode(secret.encode()).decode().rstrip("="),
+            "hex": secret.encode().hex(),
+            "percent": quote(secret, safe="").replace("_", "%5F")}
+
+
+@pytest.mark.parametrize("kind", ["github_token", "aws_key", "password"])
+@pytest.mark.parametrize("encoding", ["base64", "base64url", "hex", "percent"])
+def test_it_refuses_an_encoded_secret_and_writes_nothing(agent, kind, encoding):
+    encoded = _encodings(SECRETS[kind])[encoding]
+    bodies = [memory_body(text=f"Keep this for later: {encoded}", source={"event_id": "evt_enc_text"}),
+              memory_body(fact={"field": "note", "value": {"blob": encoded}}, source={"event_id": "evt_enc_fact"})]
+
+    for body in bodies:
+        response = agent.post("/api/v1/memories", body)
+
+        assert response.status_code == 422, response.content
+        assert response.json()["code"] == "secret_detected" and encoded not in response.json()["detail"]
+    assert _text_in_database(encoded) == []
+
+
+@pytest.mark.parametrize("first, second", [
+    ("ghp_1234567890abcdefghij", "klmnopqrstuvwxyzAB"),
+    ("AKIAIOSFOD", "NN7EXAMPLE"),
+    ("my password is", " Tr0ub4dor&3"),
+])
+@pytest.mark.parametrize("path", ["/api/v1/memories", "/api/v1/candidates"])
+def test_it_refuses_a_secret_split_between_the_text_and_the_fact(agent, path, first, second):
+    source = {"type": SOURCE_TYPES[path], "event_id": "evt_split"}
+    halves = [memory_body(text=first, fact={"field": "note", "value": second}, source=source),
+              memory_body(text=second, fact={"field": "note", "value": first}, source=source),
+              memory_body(text="A note in two parts", fact={"field": "note", "value": {"a": first, "b": second}},
+                          source=source)]
+
+    for body in halves:
+        response = agent.post(path, body)
+
+        assert response.status_code == 422, response.content
+        assert response.json()["code"] == "secret_detected"
+    assert _text_in_database(first.strip()) == [] and _text_in_database(second.strip()) == []
+
+
+@pytest.mark.parametrize("text, value", [
+    ("Call me on 555 123 4567", {"home": "555 123 4567", "work": "555 987 6543"}),
+    ("Prefers aisle seats", "aisle"),
+    ("Order reference", "ORD-2026-88172"),
+    ("Build id", "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"),
+    ("Saw the article", "https://developer.mozilla.org/en-US/docs/Web/JavaScript/Reference/Global_Objects"),
+    ("Record", "mem_01JZ8Q6W3T0ZB9E1K7M4D2V5XA thr_01JZ8QBZ0X2C4V6B8N0M2K4J6H"),
+    ("Likes the word", "Supercalifragilisticexpialidocious"),
+])
+def test_ordinary_values_beside_a_text_are_not_a_secret(agent, text, value):
+    response = agent.post("/api/v1/memories", memory_body(text=text, fact={"field": "note", "value": value}))
+
+    assert response.status_code == 201, response.content

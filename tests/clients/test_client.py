@@ -318,3 +318,13 @@ def test_a_write_whose_answer_was_lost_is_retried_with_the_same_key(server: Any)
         memory = flaky.remember("Prefers trains", namespace="user/profile", field="transport", value="train")
         assert len(sent) == 2 and sent[0] == sent[1]
         assert [m.memory_id for m in flaky.list().results] == [memory.memory_id]
+
+
+def test_a_key_without_read_records_a_tool_calls_outcome_and_gets_only_what_it_sent(server: Any) -> None:
+    server.client().threads.record_tool_call("wf-2", "pay-1", "pay", {"amount": 12})
+    writer = Engram(server.url, api_key=server.key_with("write", "mint"), subject_id="usr_owner", retries=1)
+
+    done = writer.threads.complete_tool_call("wf-2", "pay-1", "succeeded", {"paid": True})
+
+    assert (done.status, done.outcome, done.tool, done.arguments) == ("succeeded", {"paid": True}, "", {})
+    assert server.client().threads.tool_call("wf-2", "pay-1").arguments == {"amount": 12}

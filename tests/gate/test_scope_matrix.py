@@ -47,7 +47,9 @@ EXPECTED: dict[tuple[str, str], dict[str, tuple[int, str | None]]] = {
     (P + "memories/<str:memory_id>", "GET"): only(read=200),
     (P + "memories/<str:memory_id>", "DELETE"): only(write=202),
     (P + "memories/<str:memory_id>/history", "GET"): only(read=200),
-    (P + "memories/<str:memory_id>/correct", "POST"): only(write=201),
+    # Routes whose answer is stored content (the popped event, a summary of stored events, the values a
+    # correction carries over) need read as well as write: no key holding one scope passes.
+    (P + "memories/<str:memory_id>/correct", "POST"): only(),
     (P + "outcomes", "POST"): only(write=201),
     (P + "candidates", "POST"): only(write=202, propose=202),
     (P + "retrieve", "POST"): only(read=200),
@@ -63,12 +65,12 @@ EXPECTED: dict[tuple[str, str], dict[str, tuple[int, str | None]]] = {
     (P + "threads/<str:thread_id>/events", "POST"): only(write=201),
     (P + "threads/<str:thread_id>/events", "DELETE"): only(write=202),
     (P + "threads/<str:thread_id>/events/batch", "POST"): only(write=201),
-    (P + "threads/<str:thread_id>/events/pop", "POST"): only(write=200),
+    (P + "threads/<str:thread_id>/events/pop", "POST"): only(),
     (P + "threads/<str:thread_id>/events/<str:event_id>", "GET"): only(read=200),
     (P + "threads/<str:thread_id>/events/<str:event_id>", "DELETE"): only(write=200),
     (P + "threads/<str:thread_id>/summaries", "GET"): only(read=200),
     (P + "threads/<str:thread_id>/summaries", "POST"): only(write=201),
-    (P + "threads/<str:thread_id>/summarize", "POST"): only(write=201),
+    (P + "threads/<str:thread_id>/summarize", "POST"): only(),
     (P + "threads/<str:thread_id>/summary", "GET"): only(read=200),
     (P + "workflows/<str:workflow_id>/checkpoint", "GET"): only(read=200),
     (P + "workflows/<str:workflow_id>/checkpoint", "PUT"): only(write=200),
@@ -157,3 +159,55 @@ def test_each_scope_gets_exactly_what_the_table_says_on_every_route(world, make_
             wrong.append(f"{method} {route.pattern}: got {got}, expected {expected}")
 
     assert wrong == [], "\n".join(wrong)
+
+
+READ_AND_WRITE = {
+    (P + "memories/<str:memory_id>/correct", "POST"): 201,
+    (P + "threads/<str:thread_id>/events/pop", "POST"): 200,
+    (P + "threads/<str:thread_id>/summarize", "POST"): 201,
+}
+
+
+def test_it_gives_the_routes_that_answer_with_stored_content_to_a_key_with_read_and_write(world, make_agent, tenant):
+    key = make_agent(tenant, "usr_owner", scopes=["read", "write"])
+    got = {(route.pattern, method): response.status_code
+           for route, method, response in call_every_route(key, requests(world), url_values(world))
+           if (route.pattern, method) in READ_AND_WRITE}
+
+    assert got == READ_AND_WRITE
+
+
+def stored_content(world: Any) -> list[str]:
+    """Words the world stored that no request of ``requests`` sends."""
+    from tests.gate.conftest import ORG_WORDS, USER_WORDS
+
+    return [USER_WORDS, ORG_WORDS, "book me a flight", "Wants a flight", "flights", "Economy class for trips",
+            "Travel policy", "Book economy first", "clarity"]
+
+
+@pytest.mark.parametrize("scope", [s for s in SCOPES if s != "read"])
+def test_it_answers_a_key_without_read_with_only_what_it_sent_and_ids(world, make_agent, tenant, scope):
+    key = make_agent(tenant, "usr_owner", scopes=[scope])
+    leaks = []
+    for route, method, response in call_every_route(key, requests(world), url_values(world)):
+        text = response.content.decode(errors="replace")
+        found = [word for word in stored_content(world) if word in text]
+        if found and route.pattern not in (P + "schema", P + "docs/", P + "redoc/"):
+            leaks.append(f"{method} {route.pattern} ({response.status_code}): {found}")
+
+    assert leaks == [], "\n".join(leaks)
+
+
+def test_it_leaves_the_stored_arguments_out_of_a_write_only_keys_tool_call_answers(world, make_agent, tenant):
+    key = make_agent(tenant, "usr_owner", scopes=["write"])
+    url = f"/api/v1/workflows/{world.workflow_id}/tool-calls"
+
+    done = key.patch(f"{url}/{world.tool_call_key}", {"status": "succeeded", "outcome": {"paid": True}})
+    again = key.post(url, {"idempotency_key": world.tool_call_key, "tool": "search", "arguments": {"q": "flights"}})
+    full = world.owner.get(f"{url}/{world.tool_call_key}")
+
+    assert done.status_code == 200 and again.status_code == 200
+    assert done.json()["outcome"] == {"paid": True} and "arguments" not in done.json() and "tool" not in done.json()
+    assert again.json()["arguments"] == {"q": "flights"} and "outcome" not in again.json()
+    assert again.json()["status"] == "succeeded"
+    assert full.json()["arguments"] == {"q": "flights"} and full.json()["outcome"] == {"paid": True}

@@ -117,6 +117,44 @@ def test_an_unknown_or_ambiguous_key_is_a_clear_error(tenant):
         run("revoke_agent_key", "egk_same")
 
 
+def test_it_revokes_a_key_named_by_the_whole_key(agent, make_agent, tenant):
+    other = make_agent(tenant, "usr_owner")
+
+    output = run("revoke_agent_key", agent.key)
+
+    assert agent.get(URL).status_code == 401
+    assert other.get(URL).status_code == 200
+    assert f"{agent.key[:12]}…" in output and agent.key not in output
+
+
+def test_it_rotates_a_key_named_by_the_whole_key(agent):
+    output = run("rotate_agent_key", agent.key)
+    old, agent.key = agent.key, output.strip().splitlines()[-1]
+
+    assert agent.get(URL).status_code == 200
+    agent.key = old
+    assert agent.get(URL).status_code == 401
+
+
+def test_it_does_not_repeat_an_unknown_whole_key_in_its_error(agent):
+    wrong = agent.key[:-4] + "AAAA"
+
+    with pytest.raises(CommandError, match="No agent key") as error:
+        run("revoke_agent_key", wrong)
+
+    assert wrong not in str(error.value)
+    assert agent.get(URL).status_code == 200
+
+
+@pytest.mark.parametrize("command", ["revoke_agent_key", "rotate_agent_key"])
+def test_its_help_says_the_whole_key_is_accepted(command):
+    from django.core.management import load_command_class
+
+    parser = load_command_class("memory.identity", command).create_parser("manage.py", command)
+
+    assert "whole key" in " ".join(parser.format_help().split())
+
+
 @pytest.fixture
 def operator(client):
     user = get_user_model().objects.create_superuser("op", "op@example.com", "op-pass-123")

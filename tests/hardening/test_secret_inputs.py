@@ -12,6 +12,7 @@ from memory.models import Subject
 from memory.policy import secrets as policy
 from memory.retrieval.models import RetrievalLog
 from memory.threads.models import Checkpoint
+from tests.conftest import memory_body
 
 pytestmark = pytest.mark.django_db
 
@@ -87,3 +88,59 @@ def test_the_prefilter_never_changes_what_the_scan_finds(prefix, text, suffix):
     finally:
         policy._PREFILTER = saved
     assert filtered == unfiltered
+
+
+# Namespaces and kinds are lowercase names: these tokens fit that form.
+SLACK_TOKEN = "xoxb-123456789012-123456789012-abcdefghijklmnopqrstuvwx"
+STRIPE_KEY = "sk_live_" + "a1b2c3d4e5f6g7h8i9j0k1l2"
+
+
+@pytest.mark.parametrize("field, value, where", [
+    ("namespaces", [["user", SLACK_TOKEN]], "namespaces[0]"),
+    ("kinds", [STRIPE_KEY], "kinds[0]"),
+])
+def test_a_retrieve_namespace_or_kind_holding_a_secret_is_refused_and_not_logged(agent, field, value, where):
+    response = agent.post("/api/v1/retrieve", {"query": "seats", field: value})
+
+    assert response.status_code == 422, response.content
+    assert response.json()["code"] == "secret_detected" and where in response.json()["detail"]
+    assert SLACK_TOKEN not in response.content.decode() and STRIPE_KEY not in response.content.decode()
+    assert RetrievalLog.objects.count() == 0
+
+
+@pytest.mark.parametrize("method, url, body", [
+    ("post", "/api/v1/retrieve", {"query": "seats", "types": [GITHUB_TOKEN]}),
+    ("post", "/api/v1/retrieve", {"query": "seats", "include": [AWS_KEY]}),
+    ("post", "/api/v1/memories", {**memory_body(), GITHUB_TOKEN: "x"}),
+    ("post", "/api/v1/memories", memory_body(type=GITHUB_TOKEN)),
+    ("get", f"/api/v1/memories?status={GITHUB_TOKEN}", None),
+    ("get", f"/api/v1/threads/thr_x/events?status={AWS_KEY}", None),
+])
+def test_a_rejected_value_is_never_echoed(agent, method, url, body):
+    response = getattr(agent, method)(url, body) if body is not None else agent.get(url)
+
+    assert 400 <= response.status_code < 500, response.content
+    text = response.content.decode()
+    assert GITHUB_TOKEN not in text and AWS_KEY not in text
+
+
+def test_a_short_rejected_value_is_not_echoed_either(agent):
+    response = agent.post("/api/v1/retrieve", {"query": "seats", "types": ["zq7"]})
+
+    assert response.status_code == 400
+    assert "zq7" not in response.content.decode() and "types" in response.json()["detail"]
+
+
+def test_a_batch_items_error_does_not_echo_its_value(agent):
+    response = agent.post("/api/v1/memories/batch", {"items": [memory_body(type=GITHUB_TOKEN)]})
+
+    assert response.status_code == 200
+    assert response.json()["results"][0]["code"] == "invalid"
+    assert GITHUB_TOKEN not in response.content.decode()
+
+
+def test_an_error_naming_a_secret_the_client_sent_does_not_repeat_it(agent):
+    response = agent.get(f"/api/v1/facts?namespace=user&field={SLACK_TOKEN}")
+
+    assert response.status_code == 404 and response.json()["code"] == "not_found"
+    assert SLACK_TOKEN not in response.content.decode() and "[REDACTED]" in response.json()["detail"]

@@ -87,3 +87,55 @@ def test_one_request_costs_one_statement(three_a_minute, agent, django_assert_nu
     request.user  # noqa: B018 - authenticate first, outside the count
     with django_assert_num_queries(1):
         assert AgentKeyThrottle().allow_request(request, None)
+
+
+def test_it_does_not_take_a_clients_x_forwarded_for_as_its_address(three_a_minute, client):
+    guesses = [client.get(URL, HTTP_AUTHORIZATION=f"Bearer egk_guess{n}", HTTP_X_FORWARDED_FOR=f"203.0.113.{n}")
+               for n in range(30)]
+
+    assert [r.status_code for r in guesses][:3] == [401, 401, 429]
+    assert {r.status_code for r in guesses[2:]} == {429}
+
+
+def test_each_address_keeps_its_own_budget(three_a_minute, client):
+    first = [client.get(URL, HTTP_AUTHORIZATION="Bearer egk_guess", REMOTE_ADDR="198.51.100.1") for _ in range(3)]
+    other = client.get(URL, HTTP_AUTHORIZATION="Bearer egk_guess", REMOTE_ADDR="198.51.100.2")
+
+    assert [r.status_code for r in first] == [401, 401, 429]
+    assert other.status_code == 401
+
+
+def test_a_trusted_proxy_names_the_client(three_a_minute, client, settings):
+    settings.ENGRAM_TRUSTED_PROXIES = ["10.0.0.0/8"]
+
+    def through_proxy(forwarded_for: str) -> int:
+        return client.get(URL, HTTP_AUTHORIZATION="Bearer egk_guess", REMOTE_ADDR="10.1.2.3",
+                          HTTP_X_FORWARDED_FOR=forwarded_for).status_code
+
+    # Two clients behind the proxy: each has its own budget; a client's own header on the left is not read.
+    assert [through_proxy("198.51.100.7") for _ in range(3)] == [401, 401, 429]
+    assert through_proxy("198.51.100.8") == 401
+    assert through_proxy("192.0.2.99, 198.51.100.7") == 429
+    assert through_proxy("198.51.100.7, 10.9.9.9") == 429  # a second trusted hop is skipped
+
+
+def test_an_untrusted_peer_cannot_claim_to_be_a_proxy(three_a_minute, client, settings):
+    settings.ENGRAM_TRUSTED_PROXIES = ["10.0.0.0/8"]
+
+    statuses = [client.get(URL, HTTP_AUTHORIZATION="Bearer egk_guess", REMOTE_ADDR="198.51.100.9",
+                           HTTP_X_FORWARDED_FOR=f"203.0.113.{n}").status_code for n in range(3)]
+
+    assert statuses == [401, 401, 429]
+
+
+def test_a_bad_trusted_proxies_setting_stops_the_start(monkeypatch):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from config.env import env_networks
+
+    monkeypatch.setenv("ENGRAM_TRUSTED_PROXIES", "10.0.0.0/8, proxy.example")
+
+    with pytest.raises(ImproperlyConfigured, match="ENGRAM_TRUSTED_PROXIES"):
+        env_networks("ENGRAM_TRUSTED_PROXIES")
+    monkeypatch.setenv("ENGRAM_TRUSTED_PROXIES", "10.0.0.0/8, ::1")
+    assert env_networks("ENGRAM_TRUSTED_PROXIES") == ["10.0.0.0/8", "::1/128"]

@@ -14,7 +14,7 @@ from memory.audit import audit
 from memory.errors import Conflict, InvalidInput, NotFound
 from memory.models import Tombstone
 from memory.policy.secrets import refuse_secrets
-from memory.scope import WRITE, Scope
+from memory.scope import READ, WRITE, Scope
 from memory.threads.models import Thread, ThreadEvent
 from memory.threads.services.common import lock_thread, request_hash
 from memory.threads.services.summaries import summaries_invalidate
@@ -182,8 +182,11 @@ def thread_event_pop(*, scope: Scope, thread_id: str) -> ThreadEvent | None:
     stay, the summaries over it go stale), exactly like deleting it by id. None when no event is left.
 
     Under the thread lock, so two pops never return the same event and an append racing the pop is
-    either popped whole or not at all."""
+    either popped whole or not at all.
+
+    Needs ``read`` as well as ``write``: the answer is the stored content taken off the log."""
     scope.require(WRITE)
+    scope.require(READ)
     scope.require_threads()
     thread = lock_thread(scope, thread_id)
     event = ThreadEvent.objects.filter(thread=thread, status=ThreadEvent.Status.RECORDED).order_by("-seq").first()

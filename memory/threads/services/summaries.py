@@ -16,7 +16,7 @@ from memory.embedder import get_embedder
 from memory.errors import Conflict, InvalidInput, NotFound
 from memory.policy.secrets import refuse_secrets
 from memory.queues import INTERACTIVE, enqueue
-from memory.scope import WRITE, Scope
+from memory.scope import READ, WRITE, Scope
 from memory.search import TEXT_SEARCH_CONFIG
 from memory.threads.models import Summary, Thread, ThreadEvent
 from memory.threads.services.common import lock_thread
@@ -106,9 +106,11 @@ def thread_summarize(*, scope: Scope, thread_id: str, from_seq: int | None = Non
     """A server summary of ``from_seq..to_seq`` (default: the whole thread so far).
 
     Not one transaction on purpose: drafting runs outside the thread lock (see MAX_DRAFT_ATTEMPTS);
-    the write (summary + audit) is one transaction under the lock.
+    the write (summary + audit) is one transaction under the lock. Needs ``read`` as well as ``write``:
+    the answer is a summary of stored events.
     """
     scope.require(WRITE)
+    scope.require(READ)
     scope.require_threads()
     summarizer = summarizer or get_summarizer()
     for _ in range(MAX_DRAFT_ATTEMPTS):

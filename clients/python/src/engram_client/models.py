@@ -222,9 +222,11 @@ class Checkpoint(_Model):
 
 
 class ToolCall(_Model):
+    # A key without the read scope gets back from a write only what it sent: `tool` and `arguments` are
+    # absent from its PATCH answers (empty here), `outcome` from a replayed record (None).
     workflow_id: str
     idempotency_key: str
-    tool: str
+    tool: str = ""
     arguments: dict[str, Any] = Field(default_factory=dict)
     status: str
     outcome: Any = None

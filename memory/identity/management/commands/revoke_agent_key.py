@@ -1,4 +1,5 @@
-"""Revoke an agent key, by id or by the prefix shown when it was created (egk_AbCdEfGh).
+"""Revoke an agent key, by id, by the prefix shown when it was created (egk_AbCdEfGh), or by the whole key
+(for whoever holds it: it is matched by its SHA-256 hash, the only form stored).
 
 Effective on the next request on every node: neither the key nor any principal token it minted is accepted.
 """
@@ -18,7 +19,8 @@ class Command(BaseCommand):
     help = __doc__
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("key", help="The key's id or prefix")
+        parser.add_argument("key", help="The key's id, its prefix (egk_AbCdEfGh), or the whole key (matched by its "
+                                        "SHA-256 hash)")
         parser.add_argument("--tenant", help="Tenant slug (narrows a prefix lookup)")
 
     def handle(self, *args: Any, **options: Any) -> None:

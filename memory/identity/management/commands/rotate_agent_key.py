@@ -1,6 +1,7 @@
 """Replace an agent key with a new one of the same scopes and namespaces; the new key is printed once, alone on
 the last line. The old key (and the principal tokens it minted) stops working now, or after --grace seconds
-so that clients can switch over."""
+so that clients can switch over. The key is named by its id, its prefix (egk_AbCdEfGh) or the whole key (matched
+by its SHA-256 hash, the only form stored)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ class Command(BaseCommand):
     help = __doc__
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("key", help="The key's id or prefix")
+        parser.add_argument("key", help="The key's id, its prefix (egk_AbCdEfGh), or the whole key (matched by its "
+                                        "SHA-256 hash)")
         parser.add_argument("--tenant", help="Tenant slug (narrows a prefix lookup)")
         parser.add_argument("--grace", type=int, default=0, help="Seconds the old key keeps working (default 0)")
 
