@@ -35,6 +35,8 @@ from django.utils import timezone
 logger = logging.getLogger("engram.deletion")
 
 VERSION = 1
+# A line without a job: one thread event blanked in place by DELETE .../events/{id} or a pop.
+EVENT_KIND = "thread_event"
 
 
 def journal_dir() -> Path:
@@ -43,13 +45,27 @@ def journal_dir() -> Path:
 
 def journal_entry(job: Any) -> dict[str, Any]:
     """The content-free line for one job (``plan`` is ids and keyed hashes only, see DeletionJob)."""
-    return {"v": VERSION, "job_id": job.pk, "kind": job.kind, "tenant_id": job.tenant_id,
+    return {"v": VERSION, "job_id": job.pk, "kind": job.kind, "tenant_id": job.tenant_id, "subject_id": job.subject_id,
             "subject_hash": job.subject_hash, "memory_id": job.memory_id, "requested_by": job.requested_by,
             "requested_at": (job.created_at or timezone.now()).isoformat(), "plan": job.plan}
 
 
 def journal_append(job: Any) -> None:
-    """Append the job's line, durably (fsync), before the request's transaction commits.
+    """Append a deletion job's line (see ``journal_write``)."""
+    journal_write(journal_entry(job))
+
+
+def journal_event_deletion(*, tenant_id: int, subject_id: int, subject_hash: str, thread_id: str,
+                           event_id: str, actor: str) -> None:
+    """Append the line of one thread event blanked in place (a synchronous deletion without a job)."""
+    journal_write({"v": VERSION, "job_id": "", "kind": EVENT_KIND, "tenant_id": tenant_id,
+                   "subject_hash": subject_hash, "memory_id": "", "requested_by": actor,
+                   "requested_at": timezone.now().isoformat(),
+                   "plan": {"subject_id": subject_id, "thread_id": thread_id, "event_ids": [event_id]}})
+
+
+def journal_write(entry: dict[str, Any]) -> None:
+    """Append one line, durably (fsync), before the request's transaction commits.
 
     Written before the commit rather than on it: a crash between the two then leaves a line for a deletion
     that may not have committed (replayed on restore: the person asked for it), never a committed deletion
@@ -58,7 +74,7 @@ def journal_append(job: Any) -> None:
     """
     directory = journal_dir()
     directory.mkdir(parents=True, exist_ok=True)
-    line = (json.dumps(journal_entry(job), separators=(",", ":"), sort_keys=True) + "\n").encode()
+    line = (json.dumps(entry, separators=(",", ":"), sort_keys=True) + "\n").encode()
     # One file a month, so an operator can drop the months older than the oldest backup they keep.
     path = directory / f"deletions-{timezone.now():%Y-%m}.jsonl"
     # O_APPEND and a single write: lines from concurrent processes never interleave.
@@ -109,8 +125,9 @@ def journal_replay(*, directory: Path | None = None, run: bool = True, progress:
     for entry in journal_entries(directory):
         outcome, job_id = reapply_from_journal(entry)
         if outcome == "reapplied":
-            result.reapplied.append(job_id)
-            to_run.append(job_id)
+            result.reapplied.append(job_id or entry["kind"])
+            if job_id:  # an event blanked in place is done already; a job runs below
+                to_run.append(job_id)
         else:
             result.skipped += 1
         if progress is not None:

@@ -30,7 +30,7 @@ from memory import locks
 from memory.audit import audit
 from memory.content import decrypt_str, encrypt_str, unseal, unseal_candidate, unseal_text
 from memory.deletion import registry
-from memory.deletion.journal import journal_append
+from memory.deletion.journal import EVENT_KIND, journal_append
 from memory.deletion.models import DeletionJob, DeletionStep, new_deletion_id
 from memory.embedder import get_embedder
 from memory.errors import NotFound
@@ -300,15 +300,16 @@ def reapply_from_journal(entry: dict[str, Any]) -> tuple[str, str]:
     under the journaled job id. Outcomes: "present" (the database holds the job: the replay resumes it
     if unfinished), "absent" (nothing the line names is in this database), "reapplied".
     """
+    from memory.knowledge.deletion import DOCUMENT_KIND, document_purge
     from memory.threads.models import Thread
     from memory.threads.services.clear import clear_events
 
-    job_id, kind, tenant_id = str(entry["job_id"]), entry["kind"], int(entry["tenant_id"])
+    job_id, kind, tenant_id = str(entry.get("job_id") or ""), entry["kind"], int(entry["tenant_id"])
     plan: dict[str, Any] = entry.get("plan") or {}
-    if DeletionJob.objects.filter(pk=job_id).exists():
+    if job_id and DeletionJob.objects.filter(pk=job_id).exists():
         return "present", job_id
     # The subject's primary key may have been handed out again since the backup: the keyed hash decides.
-    subject = Subject.objects.filter(pk=plan.get("subject_id"), tenant_id=tenant_id).first()
+    subject = Subject.objects.filter(pk=plan.get("subject_id") or entry.get("subject_id"), tenant_id=tenant_id).first()
     if subject is None or subject_hash(tenant_id, subject.external_id) != entry["subject_hash"]:
         return "absent", job_id
     scope = Scope(tenant_id=tenant_id, subject_id=subject.pk, subject_external_id=subject.external_id,
@@ -340,11 +341,45 @@ def reapply_from_journal(entry: dict[str, Any]) -> tuple[str, str]:
                          up_to_seq=up_to_seq)
         _create_job(scope=scope, kind=kind, plan=_Plan(memory_ids=[], event_ids=[], markers=[], tombstones=[]),
                     extra_plan={"threads": [list(t) for t in threads]}, actor=actor, job_id=job_id)
+    elif kind == EVENT_KIND:
+        return _reapply_event_deletion(scope, plan), job_id
+    elif kind == DOCUMENT_KIND:
+        from memory.knowledge.models import Document
+
+        documents = list(Document.objects.select_for_update().filter(
+            tenant_id=tenant_id, pk__in=plan.get("document_ids", [])))
+        if not documents:
+            return "absent", job_id
+        document_purge(scope=scope, document=documents[0], job_id=job_id)
     else:
         raise ValueError(f"unknown deletion kind {kind!r} in the journal")
     audit(actor="system:restore", action="deletion.reapplied", object_type="deletion", object_id=job_id,
           tenant_id=tenant_id, subject_id=subject.pk, data={"kind": kind})
     return "reapplied", job_id
+
+
+def _reapply_event_deletion(scope: Scope, plan: dict[str, Any]) -> str:
+    from memory.threads.models import ThreadEvent
+    from memory.threads.services.common import lock_thread
+    from memory.threads.services.events import blank_events, tombstone_events
+    from memory.threads.services.summaries import summaries_invalidate
+
+    try:
+        thread = lock_thread(scope, str(plan.get("thread_id", "")))
+    except NotFound:
+        return "absent"
+    events = list(ThreadEvent.objects.filter(thread=thread, pk__in=plan.get("event_ids", []))
+                  .exclude(status=ThreadEvent.Status.DELETED))
+    if not events:
+        return "absent"
+    blank_events(ThreadEvent.objects.filter(pk__in=[e.pk for e in events]))
+    tombstone_events(tenant_id=scope.tenant_id, subject_external_id=scope.subject_external_id,
+                     event_ids=[e.pk for e in events])
+    for event in events:
+        summaries_invalidate(thread=thread, event=event, blank=True, reason=f"event {event.pk} was deleted")
+    audit(actor="system:restore", action="deletion.reapplied", object_type="thread_event", object_id=events[0].pk,
+          tenant_id=scope.tenant_id, subject_id=scope.subject_id, data={"kind": EVENT_KIND})
+    return "reapplied"
 
 
 # --- running a job ---------------------------------------------------------------------------------

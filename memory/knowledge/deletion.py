@@ -18,7 +18,8 @@ from django.utils import timezone
 
 from memory.audit import audit
 from memory.deletion import registry
-from memory.deletion.models import DeletionJob, DeletionStep
+from memory.deletion.journal import journal_append
+from memory.deletion.models import DeletionJob, DeletionStep, new_deletion_id
 from memory.errors import Conflict, NotFound
 from memory.knowledge.selectors import documents_for_scope
 from memory.scope import WRITE, Scope
@@ -57,12 +58,21 @@ def document_delete(*, scope: Scope, document_id: int) -> DeletionJob:
         if job is not None and job.subject_hash == subject_hash(scope.tenant_id, scope.subject_external_id):
             return job
         raise NotFound(f"No document '{document_id}' for this principal.")
+    return document_purge(scope=scope, document=document)
+
+
+def document_purge(*, scope: Scope, document: Any, job_id: str | None = None) -> DeletionJob:
+    """The deletion itself, for a document the caller has locked and may delete. ``job_id``: a deletion
+    re-applied from the journal after a restore keeps its id (and is not journaled twice)."""
+    document_id = document.pk
     job = DeletionJob.objects.create(
-        tenant_id=scope.tenant_id, subject_id=scope.subject_id,
+        id=job_id or new_deletion_id(), tenant_id=scope.tenant_id, subject_id=scope.subject_id,
         subject_hash=subject_hash(scope.tenant_id, scope.subject_external_id), kind=DOCUMENT_KIND,
         requested_by=scope.actor, status=DeletionJob.Status.RUNNING, runs=1,
         plan={"document_ids": [document.pk], "access_domain_id": document.access_domain_id},
     )
+    if job_id is None:
+        journal_append(job)
     target = registry.DeletionTarget(tenant_id=scope.tenant_id, subject_id=scope.subject_id,
                                      subject_external_id=scope.subject_external_id, document_ids=(document.pk,))
     surfaces = knowledge_surfaces()

@@ -141,3 +141,24 @@ def test_it_refuses_to_restore_without_a_deletion_journal(agent: Any, tmp_path: 
     with pytest.raises(CommandError, match="deletion journal"):
         call_command("restore", str(archive), "--no-safety-backup", "--no-progress")
     assert MemoryRecord.objects.count() == 1
+
+
+def test_it_reapplies_an_erasure_and_a_deleted_thread_event_after_the_restore(agent: Any, outsider: Any,
+                                                                              tmp_path: Path) -> None:
+    thread_id = agent.post("/api/v1/threads", {"title": "trip"}).json()["thread_id"]
+    said = agent.post(f"/api/v1/threads/{thread_id}/events",
+                      {"kind": "message", "role": "user", "text": f"My code is {MARKER}"}).json()["event_id"]
+    _remember(outsider, "pet", f"{MARKER} dog", f"Has a {MARKER} dog", "evt_dog")
+    archive = tmp_path / "engram.dump"
+    call_command("backup", "--output", str(archive), "--no-progress")
+    assert agent.delete(f"/api/v1/threads/{thread_id}/events/{said}").status_code == 200
+    erasure = outsider.delete("/api/v1/subject").json()["deletion_id"]
+    assert run_job(erasure) == "completed"
+
+    call_command("restore", str(archive), "--no-safety-backup", "--no-progress")
+
+    assert tables_containing(MARKER) == []
+    events = agent.get(f"/api/v1/threads/{thread_id}/events").json()
+    assert MARKER not in str(events)
+    assert DeletionJob.objects.get(pk=erasure).status == DeletionJob.Status.COMPLETED
+    assert not MemoryRecord.objects.filter(subject_id=outsider.subject.pk).exclude(status="deleted").exists()
