@@ -154,7 +154,8 @@ def _create_job(*, scope: Scope, kind: str, plan: _Plan, memory_id: str = "", ex
         markers_sealed=encrypt_str(json.dumps(plan.markers)),
     )
     names = [s.name for s in registry.surfaces()] + [VERIFICATION]
-    DeletionStep.objects.bulk_create([DeletionStep(job=job, name=n, position=i) for i, n in enumerate(names)])
+    DeletionStep.objects.bulk_create([DeletionStep(job=job, tenant_id=job.tenant_id, name=n, position=i)
+                                      for i, n in enumerate(names)])
     write_tombstones(tenant_id=scope.tenant_id, subject_hash_value=s_hash, items=plan.tombstones)
     if job_id is None:  # a job re-applied from the journal is in it already
         journal_append(job)
@@ -477,8 +478,8 @@ def _run(job: DeletionJob) -> str:
     actions: list[tuple[str, Any]] = [(s.name, s.purge) for s in registry.surfaces()]
     actions.append((VERIFICATION, _verify))
     for position, (name, action) in enumerate(actions):
-        step = steps.get(name) or DeletionStep.objects.get_or_create(job=job, name=name,
-                                                                     defaults={"position": position})[0]
+        step = steps.get(name) or DeletionStep.objects.get_or_create(
+            job=job, name=name, defaults={"position": position, "tenant_id": job.tenant_id})[0]
         if step.status == DeletionStep.Status.DONE:
             continue
         if not _run_step(job, step, action, target):

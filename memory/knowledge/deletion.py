@@ -79,15 +79,15 @@ def document_purge(*, scope: Scope, document: Any, job_id: str | None = None) ->
     steps = []
     for position, surface in enumerate(surfaces):
         rows = surface.purge(target)
-        steps.append(DeletionStep(job=job, name=surface.name, position=position, status=DeletionStep.Status.DONE,
-                                  attempts=1, rows=int(rows or 0)))
+        steps.append(DeletionStep(job=job, tenant_id=job.tenant_id, name=surface.name, position=position,
+                                  status=DeletionStep.Status.DONE, attempts=1, rows=int(rows or 0)))
     problems = [f"{name}: {p}" for name, check in registry.read_checks().items()
                 if name.startswith(SURFACE_PREFIX) for p in check(target)]
     if problems:
         raise Conflict("The document is still readable after deletion: " + "; ".join(problems)[:400],
                        code="deletion_incomplete")
-    steps.append(DeletionStep(job=job, name=VERIFICATION, position=len(surfaces), status=DeletionStep.Status.DONE,
-                              attempts=1))
+    steps.append(DeletionStep(job=job, tenant_id=job.tenant_id, name=VERIFICATION, position=len(surfaces),
+                              status=DeletionStep.Status.DONE, attempts=1))
     DeletionStep.objects.bulk_create(steps)
     DeletionJob.objects.filter(pk=job.pk).update(status=DeletionJob.Status.COMPLETED, completed_at=timezone.now())
     audit(actor=scope.actor, action="document.delete", object_type="document", object_id=str(document_id),
