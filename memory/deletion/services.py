@@ -310,7 +310,8 @@ def reapply_from_journal(entry: dict[str, Any]) -> tuple[str, str]:
     if job_id and DeletionJob.objects.filter(pk=job_id).exists():
         return "present", job_id
     # The subject's primary key may have been handed out again since the backup: the keyed hash decides.
-    subject = Subject.objects.filter(pk=plan.get("subject_id") or entry.get("subject_id"), tenant_id=tenant_id).first()
+    subject_pk = int(plan.get("subject_id") or entry.get("subject_id") or 0)
+    subject = Subject.objects.filter(pk=subject_pk, tenant_id=tenant_id).first()
     if subject is None or subject_hash(tenant_id, subject.external_id) != entry["subject_hash"]:
         return "absent", job_id
     scope = Scope(tenant_id=tenant_id, subject_id=subject.pk, subject_external_id=subject.external_id,
