@@ -96,3 +96,58 @@ def test_it_finds_a_breach_the_pinned_lists_do_not_hold() -> None:
 
     assert "record_unique_text" in found["unique"] - KNOWN["unique"]
     assert "memory_tenant.owner_id" in found["reference_to_distributed"]
+
+
+BEFORE_TENANT_COLUMNS = [("deletion", "0003_thread_clear_kind"), ("knowledge", "0002_chunk_embedding_inline"),
+                         ("procedures", "0002_versions_immutable")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_fills_the_tenant_of_steps_chunks_and_versions_written_before_the_column() -> None:
+    from django.db.migrations.executor import MigrationExecutor
+
+    from memory.identity.services import tenant_create, user_create
+
+    MigrationExecutor(connection).migrate(BEFORE_TENANT_COLUMNS)
+    tenants = [tenant_create(slug="one"), tenant_create(slug="two")]
+    reviewer = user_create(tenant=tenants[0], username="rita", password="pw-rita-123", reviewer=True)
+    with connection.cursor() as cursor:
+        for t in tenants:
+            cursor.execute(
+                "INSERT INTO deletion_deletionjob (id, tenant_id, subject_hash, kind, memory_id, status, reason, "
+                "requested_by, plan, markers_sealed, runs, created_at, updated_at) VALUES (%s, %s, 'h', 'memory', "
+                "'', 'completed', '', 'system', '{}', '', 0, now(), now())", [f"del_{t.pk}", t.pk])
+            cursor.execute("INSERT INTO deletion_deletionstep (job_id, name, position, status, attempts, rows, "
+                           "last_error, updated_at) VALUES (%s, 'records', 0, 'done', 1, 0, '', now())", [f"del_{t.pk}"])
+            cursor.execute("INSERT INTO knowledge_accessdomain (tenant_id, name, description, all_subjects, "
+                           "reader_kinds, created_at) VALUES (%s, 'd', '', true, '{}', now()) RETURNING id", [t.pk])
+            domain = cursor.fetchone()[0]
+            cursor.execute(
+                "INSERT INTO knowledge_document (tenant_id, access_domain_id, external_id, title, uri, mime_type, "
+                "content_hash, version, metadata, char_count, ingested_at, created_at) VALUES (%s, %s, 'doc', 't', "
+                "'', 'text/plain', 'h', 1, '{}', 1, now(), now()) RETURNING id", [t.pk, domain])
+            document = cursor.fetchone()[0]
+            cursor.execute("INSERT INTO knowledge_chunk (document_id, access_domain_id, ordinal, text, char_start, "
+                           "char_end, token_count) VALUES (%s, %s, 0, 'x', 0, 1, 1)", [document, domain])
+            cursor.execute("INSERT INTO procedures_procedure (tenant_id, name, scope, current_number, created_at) "
+                           "VALUES (%s, 'p', 'org', 1, now()) RETURNING id", [t.pk])
+            procedure = cursor.fetchone()[0]
+            cursor.execute("INSERT INTO procedures_procedureversion (procedure_id, number, body, change_summary, "
+                           "author, approved_at, approved_by_id) VALUES (%s, 1, 'b', '', 'user:1', now(), %s)",
+                           [procedure, reviewer.pk])
+
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+    copied = _rows("""
+        SELECT 'step', s.tenant_id = j.tenant_id FROM deletion_deletionstep s JOIN deletion_deletionjob j ON j.id = s.job_id
+        UNION ALL SELECT 'chunk', c.tenant_id = d.tenant_id FROM knowledge_chunk c
+            JOIN knowledge_document d ON d.id = c.document_id
+        UNION ALL SELECT 'version', v.tenant_id = p.tenant_id FROM procedures_procedureversion v
+            JOIN procedures_procedure p ON p.id = v.procedure_id""")
+    assert sorted(copied) == sorted([(kind, True) for kind in ("step", "chunk", "version") for _ in tenants])
+    # The versions' immutability trigger, set aside for the fill, is back.
+    from django.db import IntegrityError, transaction
+
+    with pytest.raises(IntegrityError, match="immutable"), transaction.atomic():
+        _rows("UPDATE procedures_procedureversion SET body = 'changed' RETURNING id")
