@@ -118,7 +118,8 @@ def test_it_fills_the_tenant_of_steps_chunks_and_versions_written_before_the_col
                 "requested_by, plan, markers_sealed, runs, created_at, updated_at) VALUES (%s, %s, 'h', 'memory', "
                 "'', 'completed', '', 'system', '{}', '', 0, now(), now())", [f"del_{t.pk}", t.pk])
             cursor.execute("INSERT INTO deletion_deletionstep (job_id, name, position, status, attempts, rows, "
-                           "last_error, updated_at) VALUES (%s, 'records', 0, 'done', 1, 0, '', now())", [f"del_{t.pk}"])
+                           "last_error, updated_at) VALUES (%s, 'records', 0, 'done', 1, 0, '', now())",
+                           [f"del_{t.pk}"])
             cursor.execute("INSERT INTO knowledge_accessdomain (tenant_id, name, description, all_subjects, "
                            "reader_kinds, created_at) VALUES (%s, 'd', '', true, '{}', now()) RETURNING id", [t.pk])
             domain = cursor.fetchone()[0]
@@ -140,7 +141,8 @@ def test_it_fills_the_tenant_of_steps_chunks_and_versions_written_before_the_col
     executor.migrate(executor.loader.graph.leaf_nodes())
 
     copied = _rows("""
-        SELECT 'step', s.tenant_id = j.tenant_id FROM deletion_deletionstep s JOIN deletion_deletionjob j ON j.id = s.job_id
+        SELECT 'step', s.tenant_id = j.tenant_id FROM deletion_deletionstep s
+            JOIN deletion_deletionjob j ON j.id = s.job_id
         UNION ALL SELECT 'chunk', c.tenant_id = d.tenant_id FROM knowledge_chunk c
             JOIN knowledge_document d ON d.id = c.document_id
         UNION ALL SELECT 'version', v.tenant_id = p.tenant_id FROM procedures_procedureversion v
