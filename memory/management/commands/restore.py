@@ -12,7 +12,7 @@ database (``--disconnect`` ends them). Then, in order:
 4. the deletion journal (ENGRAM_DELETION_JOURNAL) is replayed: every deletion requested after the backup
    is planned again from the restored rows, tombstoned, and run to completion here, before the command
    returns; deletion jobs the archive holds unfinished are resumed the same way;
-5. the cache is cleared and the derived-data sweeps (missing embeddings and windows, subject indexes) are
+5. the derived-data sweeps (missing embeddings and windows, subject indexes) are
    queued for the workers. Embeddings, windows and indexes are in the archive; the sweeps cover
    what was still queued when it was taken.
 
@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.cache import cache
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
@@ -96,8 +95,8 @@ class Command(BaseCommand):
             call_command("migrate", interactive=False, verbosity=0)
             task = progress.add_task("deletion journal", total=journal_lines)
             replay = journal_replay(progress=lambda: progress.advance(task, 1))
-        cache.clear()
-        # Queued only now, after the commit of every step above (the broker is a table of this database).
+        # The cache tables come back empty (the archive holds no cache rows): nothing cached before the restore is
+        # served after it. Queued only now, after every step above committed (the broker is a table of this database).
         enqueue("memory.records.tasks.embed_pending", queue=BULK)
         enqueue("memory.retrieval.tasks.sweep_subject_indexes", queue=BULK)
         connection.close()
