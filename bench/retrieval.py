@@ -802,15 +802,15 @@ def knowledge_load(args: argparse.Namespace, rng: random.Random, console: Any) -
     register_vector(raw)
     written = 0
     with raw.cursor() as cur, cur.copy(
-            "COPY knowledge_chunk (document_id, access_domain_id, ordinal, text, char_start, char_end, "
+            "COPY knowledge_chunk (tenant_id, document_id, access_domain_id, ordinal, text, char_start, char_end, "
             "token_count, embedding) FROM STDIN WITH (FORMAT BINARY)") as copy:
-        copy.set_types(["int8", "int8", "int4", "text", "int4", "int4", "int4", "vector"])
+        copy.set_types(["int8", "int8", "int8", "int4", "text", "int4", "int4", "int4", "vector"])
         for i, doc in enumerate(docs):
             for ordinal in range(args.chunks_per_document):
                 picks = rng.sample(by_topic[i % len(K_TOPICS)], 3)
                 text = " ".join(pool[p][1] for p in picks)
                 vec = vectors[picks].mean(axis=0)
-                copy.write_row([doc.pk, doc.access_domain_id, ordinal, text, 0, len(text), 40,
+                copy.write_row([doc.tenant_id, doc.pk, doc.access_domain_id, ordinal, text, 0, len(text), 40,
                                 vec / np.linalg.norm(vec)])
                 written += 1
     copy_seconds = time.perf_counter() - t0

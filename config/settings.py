@@ -318,6 +318,12 @@ ENGRAM_TOMBSTONE_DAYS = env_int("ENGRAM_TOMBSTONE_DAYS", 30)
 # A failing deletion step is retried this many times, waiting base * 2^attempt seconds between tries.
 ENGRAM_DELETION_STEP_ATTEMPTS = env_int("ENGRAM_DELETION_STEP_ATTEMPTS", 3)
 ENGRAM_DELETION_RETRY_BASE_SECONDS = env_float("ENGRAM_DELETION_RETRY_BASE_SECONDS", 0.5)
+# The deletion journal: one content-free line per requested deletion, kept OUTSIDE the database so that a
+# restore of an older backup re-applies the deletions asked for since (memory/deletion/journal.py). Keep it on
+# storage that outlives the database's (not inside the PostgreSQL data directory or its volume snapshot).
+ENGRAM_DELETION_JOURNAL = Path(env_str("ENGRAM_DELETION_JOURNAL") or str(VAR_DIR / "deletion-journal"))
+# Where `manage.py backup` writes its archives when no path is given.
+ENGRAM_BACKUP_DIR = Path(env_str("ENGRAM_BACKUP_DIR") or str(VAR_DIR / "backups"))
 # Knowledge ingest: documents up to this many chunks are embedded in the request, larger ones by the worker;
 # longer documents are refused.
 ENGRAM_KNOWLEDGE_SYNC_EMBED_CHUNKS = env_int("ENGRAM_KNOWLEDGE_SYNC_EMBED_CHUNKS", 64)

@@ -49,6 +49,8 @@ class Procedure(models.Model):
 
 
 class ProcedureVersion(models.Model):
+    # The procedure's tenant, copied: the distribution column on a tenant-sharded database (memory/sharding.py).
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     procedure = models.ForeignKey(Procedure, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
     body = models.TextField()
@@ -69,7 +71,8 @@ class ProcedureVersion(models.Model):
         ordering = ["procedure", "number"]
         constraints = [
             # The backstop of the approval race: two publishers can never both create number n+1.
-            models.UniqueConstraint(fields=["procedure", "number"], name="procedureversion_unique_number"),
+            models.UniqueConstraint(fields=["procedure", "number", "tenant"],
+                                    name="procedureversion_unique_number"),
         ]
         indexes = [GinIndex(fields=["search_vector"], name="procedureversion_fts_idx")]
 

@@ -47,9 +47,9 @@ def _version_create(*, procedure: Procedure, body: str, author: str, reviewer: R
                     change_summary: str, proposal: ChangeProposal | None) -> ProcedureVersion:
     """Version n+1. The caller holds select_for_update on ``procedure``."""
     version = ProcedureVersion.objects.create(
-        procedure=procedure, number=procedure.current_number + 1, body=body, author=author,
-        approved_by_id=reviewer.user_id, approved_at=timezone.now(), change_summary=change_summary[:500],
-                                                                  proposal=proposal,
+        tenant_id=procedure.tenant_id, procedure=procedure, number=procedure.current_number + 1, body=body,
+        author=author, approved_by_id=reviewer.user_id, approved_at=timezone.now(),
+        change_summary=change_summary[:500], proposal=proposal,
     )
     Procedure.objects.filter(pk=procedure.pk).update(current_number=version.number)
     procedure.current_number = version.number

@@ -68,6 +68,8 @@ class DeletionStep(models.Model):
         DONE = "done"
         FAILED = "failed"
 
+    # The job's tenant, copied: the distribution column on a tenant-sharded database (memory/sharding.py).
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     job = models.ForeignKey(DeletionJob, on_delete=models.CASCADE, related_name="steps")
     name = models.CharField(max_length=64)
     position = models.PositiveIntegerField()
@@ -79,4 +81,4 @@ class DeletionStep(models.Model):
 
     class Meta:
         ordering = ["position", "id"]
-        constraints = [models.UniqueConstraint(fields=["job", "name"], name="deletion_step_unique_name")]
+        constraints = [models.UniqueConstraint(fields=["job", "name", "tenant"], name="deletion_step_unique_name")]

@@ -30,7 +30,8 @@ from memory import locks, metrics
 from memory.audit import audit
 from memory.content import decrypt_str, encrypt_str, unseal, unseal_candidate, unseal_text
 from memory.deletion import registry
-from memory.deletion.models import DeletionJob, DeletionStep
+from memory.deletion.journal import EVENT_KIND, journal_append
+from memory.deletion.models import DeletionJob, DeletionStep, new_deletion_id
 from memory.embedder import get_embedder
 from memory.errors import NotFound
 from memory.models import Candidate, Event, MemoryRecord, RecordStatus, Subject, Tombstone
@@ -143,18 +144,21 @@ def write_tombstones(*, tenant_id: int, subject_hash_value: str, items: list[dic
 
 
 def _create_job(*, scope: Scope, kind: str, plan: _Plan, memory_id: str = "", extra_plan: dict | None = None,
-                actor: str | None = None) -> DeletionJob:
+                actor: str | None = None, job_id: str | None = None) -> DeletionJob:
     s_hash = subject_hash(scope.tenant_id, scope.subject_external_id)
     job = DeletionJob.objects.create(
-        tenant_id=scope.tenant_id, subject_id=scope.subject_id, subject_hash=s_hash, kind=kind,
-        memory_id=memory_id, requested_by=actor or scope.actor,
+        id=job_id or new_deletion_id(), tenant_id=scope.tenant_id, subject_id=scope.subject_id,
+        subject_hash=s_hash, kind=kind, memory_id=memory_id, requested_by=actor or scope.actor,
         plan={"memory_ids": plan.memory_ids, "event_ids": plan.event_ids, "subject_id": scope.subject_id,
               "tombstones": plan.tombstones, **(extra_plan or {})},
         markers_sealed=encrypt_str(json.dumps(plan.markers)),
     )
     names = [s.name for s in registry.surfaces()] + [VERIFICATION]
-    DeletionStep.objects.bulk_create([DeletionStep(job=job, name=n, position=i) for i, n in enumerate(names)])
+    DeletionStep.objects.bulk_create([DeletionStep(job=job, tenant_id=job.tenant_id, name=n, position=i)
+                                      for i, n in enumerate(names)])
     write_tombstones(tenant_id=scope.tenant_id, subject_hash_value=s_hash, items=plan.tombstones)
+    if job_id is None:  # a job re-applied from the journal is in it already
+        journal_append(job)
     audit(actor=actor or scope.actor, action=f"deletion.{kind}", object_type="deletion", object_id=job.pk,
           tenant_id=scope.tenant_id, subject_id=scope.subject_id,
           data={"memory_ids": plan.memory_ids, "event_ids": plan.event_ids})
@@ -243,6 +247,11 @@ def subject_erase(*, scope: Scope) -> DeletionJob:
         status__in=[DeletionJob.Status.PENDING, DeletionJob.Status.RUNNING, DeletionJob.Status.FAILED]).first()
     if running is not None:
         return _requeue_if_failed(running)
+    return _create_job(scope=scope, kind=DeletionJob.Kind.SUBJECT, plan=_plan_subject(scope),
+                       extra_plan={"whole_subject": True})
+
+
+def _plan_subject(scope: Scope) -> _Plan:
     records = list(MemoryRecord.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id))
     plan = _plan_records(records)
     plan.event_ids = sorted(set(plan.event_ids) | set(
@@ -250,7 +259,7 @@ def subject_erase(*, scope: Scope) -> DeletionJob:
     for c in Candidate.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id):
         plan.markers += _markers_of(*unseal_candidate(c)[:2])
     plan.markers = sorted(set(plan.markers))
-    return _create_job(scope=scope, kind=DeletionJob.Kind.SUBJECT, plan=plan, extra_plan={"whole_subject": True})
+    return plan
 
 
 @transaction.atomic
@@ -279,6 +288,100 @@ def retention_delete(*, records: list[MemoryRecord]) -> DeletionJob | None:
                              subject_external_id=subject.external_id, permissions=("read", "write"))
     plan = _plan_records(records)
     return _create_job(scope=scope, kind=DeletionJob.Kind.RETENTION, plan=plan)
+
+
+# --- after a restore: the journal's deletions made again ------------------------------------------
+
+
+@transaction.atomic
+def reapply_from_journal(entry: dict[str, Any]) -> tuple[str, str]:
+    """Make one journaled deletion again in a restored database; returns (outcome, job id).
+
+    The plan is made again from the restored rows (the backup predates the deletion, so they are there)
+    under the journaled job id. Outcomes: "present" (the database holds the job: the replay resumes it
+    if unfinished), "absent" (nothing the line names is in this database), "reapplied".
+    """
+    from memory.knowledge.deletion import DOCUMENT_KIND, document_purge
+    from memory.threads.models import Thread
+    from memory.threads.services.clear import clear_events
+
+    job_id, kind, tenant_id = str(entry.get("job_id") or ""), entry["kind"], int(entry["tenant_id"])
+    plan: dict[str, Any] = entry.get("plan") or {}
+    if job_id and DeletionJob.objects.filter(pk=job_id).exists():
+        return "present", job_id
+    # The subject's primary key may have been handed out again since the backup: the keyed hash decides.
+    subject_pk = int(plan.get("subject_id") or entry.get("subject_id") or 0)
+    subject = Subject.objects.filter(pk=subject_pk, tenant_id=tenant_id).first()
+    if subject is None or subject_hash(tenant_id, subject.external_id) != entry["subject_hash"]:
+        return "absent", job_id
+    scope = Scope(tenant_id=tenant_id, subject_id=subject.pk, subject_external_id=subject.external_id,
+                  permissions=frozenset({"read", "write"}), namespaces=None, actor="system:restore")
+    actor = str(entry.get("requested_by") or "system:restore")
+    if kind in (DeletionJob.Kind.MEMORY, DeletionJob.Kind.RETENTION):
+        if kind == DeletionJob.Kind.MEMORY and DeletionJob.objects.filter(
+                tenant_id=tenant_id, memory_id=entry.get("memory_id", ""), kind=kind).exists():
+            return "present", job_id  # a twin request's job (the one that won the unique constraint)
+        records = list(MemoryRecord.objects.filter(tenant_id=tenant_id, subject_id=subject.pk,
+                                                   pk__in=plan.get("memory_ids", [])))
+        if not records:
+            return "absent", job_id
+        _create_job(scope=scope, kind=kind, plan=_plan_records(records), memory_id=entry.get("memory_id", ""),
+                    actor=actor, job_id=job_id)
+        _hide_at_once([r.pk for r in records])
+    elif kind == DeletionJob.Kind.SUBJECT:
+        _create_job(scope=scope, kind=kind, plan=_plan_subject(scope), extra_plan={"whole_subject": True},
+                    actor=actor, job_id=job_id)
+    elif kind == DeletionJob.Kind.THREAD:
+        threads = [(str(t), int(seq)) for t, seq in plan.get("threads", [])]
+        present = set(Thread.objects.select_for_update().filter(
+            tenant_id=tenant_id, subject_id=subject.pk, pk__in=[t for t, _ in threads]).values_list("pk", flat=True))
+        threads = [(t, seq) for t, seq in threads if t in present]
+        if not threads:
+            return "absent", job_id
+        for thread_id, up_to_seq in threads:
+            clear_events(thread_id=thread_id, tenant_id=tenant_id, subject_external_id=subject.external_id,
+                         up_to_seq=up_to_seq)
+        _create_job(scope=scope, kind=kind, plan=_Plan(memory_ids=[], event_ids=[], markers=[], tombstones=[]),
+                    extra_plan={"threads": [list(t) for t in threads]}, actor=actor, job_id=job_id)
+    elif kind == EVENT_KIND:
+        return _reapply_event_deletion(scope, plan), job_id
+    elif kind == DOCUMENT_KIND:
+        from memory.knowledge.models import Document
+
+        documents = list(Document.objects.select_for_update().filter(
+            tenant_id=tenant_id, pk__in=plan.get("document_ids", [])))
+        if not documents:
+            return "absent", job_id
+        document_purge(scope=scope, document=documents[0], job_id=job_id)
+    else:
+        raise ValueError(f"unknown deletion kind {kind!r} in the journal")
+    audit(actor="system:restore", action="deletion.reapplied", object_type="deletion", object_id=job_id,
+          tenant_id=tenant_id, subject_id=subject.pk, data={"kind": kind})
+    return "reapplied", job_id
+
+
+def _reapply_event_deletion(scope: Scope, plan: dict[str, Any]) -> str:
+    from memory.threads.models import ThreadEvent
+    from memory.threads.services.common import lock_thread
+    from memory.threads.services.events import blank_events, tombstone_events
+    from memory.threads.services.summaries import summaries_invalidate
+
+    try:
+        thread = lock_thread(scope, str(plan.get("thread_id", "")))
+    except NotFound:
+        return "absent"
+    events = list(ThreadEvent.objects.filter(thread=thread, pk__in=plan.get("event_ids", []))
+                  .exclude(status=ThreadEvent.Status.DELETED))
+    if not events:
+        return "absent"
+    blank_events(ThreadEvent.objects.filter(pk__in=[e.pk for e in events]))
+    tombstone_events(tenant_id=scope.tenant_id, subject_external_id=scope.subject_external_id,
+                     event_ids=[e.pk for e in events])
+    for event in events:
+        summaries_invalidate(thread=thread, event=event, blank=True, reason=f"event {event.pk} was deleted")
+    audit(actor="system:restore", action="deletion.reapplied", object_type="thread_event", object_id=events[0].pk,
+          tenant_id=scope.tenant_id, subject_id=scope.subject_id, data={"kind": EVENT_KIND})
+    return "reapplied"
 
 
 # --- running a job ---------------------------------------------------------------------------------
@@ -376,8 +479,8 @@ def _run(job: DeletionJob) -> str:
     actions: list[tuple[str, Any]] = [(s.name, s.purge) for s in registry.surfaces()]
     actions.append((VERIFICATION, _verify))
     for position, (name, action) in enumerate(actions):
-        step = steps.get(name) or DeletionStep.objects.get_or_create(job=job, name=name,
-                                                                     defaults={"position": position})[0]
+        step = steps.get(name) or DeletionStep.objects.get_or_create(
+            job=job, name=name, defaults={"position": position, "tenant_id": job.tenant_id})[0]
         if step.status == DeletionStep.Status.DONE:
             continue
         if not _run_step(job, step, action, target):

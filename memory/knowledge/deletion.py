@@ -18,7 +18,8 @@ from django.utils import timezone
 
 from memory.audit import audit
 from memory.deletion import registry
-from memory.deletion.models import DeletionJob, DeletionStep
+from memory.deletion.journal import journal_append
+from memory.deletion.models import DeletionJob, DeletionStep, new_deletion_id
 from memory.errors import Conflict, NotFound
 from memory.knowledge.selectors import documents_for_scope
 from memory.scope import WRITE, Scope
@@ -57,27 +58,36 @@ def document_delete(*, scope: Scope, document_id: int) -> DeletionJob:
         if job is not None and job.subject_hash == subject_hash(scope.tenant_id, scope.subject_external_id):
             return job
         raise NotFound(f"No document '{document_id}' for this principal.")
+    return document_purge(scope=scope, document=document)
+
+
+def document_purge(*, scope: Scope, document: Any, job_id: str | None = None) -> DeletionJob:
+    """The deletion itself, for a document the caller has locked and may delete. ``job_id``: a deletion
+    re-applied from the journal after a restore keeps its id (and is not journaled twice)."""
+    document_id = document.pk
     job = DeletionJob.objects.create(
-        tenant_id=scope.tenant_id, subject_id=scope.subject_id,
+        id=job_id or new_deletion_id(), tenant_id=scope.tenant_id, subject_id=scope.subject_id,
         subject_hash=subject_hash(scope.tenant_id, scope.subject_external_id), kind=DOCUMENT_KIND,
         requested_by=scope.actor, status=DeletionJob.Status.RUNNING, runs=1,
         plan={"document_ids": [document.pk], "access_domain_id": document.access_domain_id},
     )
+    if job_id is None:
+        journal_append(job)
     target = registry.DeletionTarget(tenant_id=scope.tenant_id, subject_id=scope.subject_id,
                                      subject_external_id=scope.subject_external_id, document_ids=(document.pk,))
     surfaces = knowledge_surfaces()
     steps = []
     for position, surface in enumerate(surfaces):
         rows = surface.purge(target)
-        steps.append(DeletionStep(job=job, name=surface.name, position=position, status=DeletionStep.Status.DONE,
-                                  attempts=1, rows=int(rows or 0)))
+        steps.append(DeletionStep(job=job, tenant_id=job.tenant_id, name=surface.name, position=position,
+                                  status=DeletionStep.Status.DONE, attempts=1, rows=int(rows or 0)))
     problems = [f"{name}: {p}" for name, check in registry.read_checks().items()
                 if name.startswith(SURFACE_PREFIX) for p in check(target)]
     if problems:
         raise Conflict("The document is still readable after deletion: " + "; ".join(problems)[:400],
                        code="deletion_incomplete")
-    steps.append(DeletionStep(job=job, name=VERIFICATION, position=len(surfaces), status=DeletionStep.Status.DONE,
-                              attempts=1))
+    steps.append(DeletionStep(job=job, tenant_id=job.tenant_id, name=VERIFICATION, position=len(surfaces),
+                              status=DeletionStep.Status.DONE, attempts=1))
     DeletionStep.objects.bulk_create(steps)
     DeletionJob.objects.filter(pk=job.pk).update(status=DeletionJob.Status.COMPLETED, completed_at=timezone.now())
     audit(actor=scope.actor, action="document.delete", object_type="document", object_id=str(document_id),

@@ -62,7 +62,8 @@ class Document(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["access_domain", "external_id"], name="document_unique_external_id"),
+            models.UniqueConstraint(fields=["access_domain", "external_id", "tenant"],
+                                    name="document_unique_external_id"),
         ]
         indexes = [models.Index(fields=["tenant", "access_domain", "-ingested_at"], name="document_list_idx")]
 
@@ -71,6 +72,8 @@ class Document(models.Model):
 
 
 class Chunk(models.Model):
+    # The document's tenant, copied: the distribution column on a tenant-sharded database (memory/sharding.py).
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
     # Copied from the document so both retrieval legs filter chunks by domain without a join.
     access_domain = models.ForeignKey(AccessDomain, on_delete=models.CASCADE, related_name="+")
@@ -83,7 +86,7 @@ class Chunk(models.Model):
     search_vector = SearchVectorField(null=True, blank=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["document", "ordinal"], name="chunk_unique_ordinal")]
+        constraints = [models.UniqueConstraint(fields=["document", "ordinal", "tenant"], name="chunk_unique_ordinal")]
         indexes = [
             models.Index(fields=["access_domain"], name="chunk_domain_idx"),
             GinIndex(fields=["search_vector"], name="chunk_fts_idx"),

@@ -198,8 +198,8 @@ def _store(*, scope: Scope, prepared: _Prepared, vectors: list[list[float]] | No
         Chunk.objects.filter(document=document).delete()
     pending: list[list[float] | None] = [None] * len(prepared.chunks)
     Chunk.objects.bulk_create([
-        Chunk(document=document, access_domain=domain, ordinal=c.ordinal, text=c.text, char_start=c.char_start,
-              char_end=c.char_end, token_count=c.token_count, embedding=vector)
+        Chunk(tenant_id=document.tenant_id, document=document, access_domain=domain, ordinal=c.ordinal, text=c.text,
+              char_start=c.char_start, char_end=c.char_end, token_count=c.token_count, embedding=vector)
         for c, vector in zip(prepared.chunks, vectors or pending, strict=True)
     ], batch_size=500)
     refresh_chunk_search_vectors(document_id=document.pk)

@@ -137,7 +137,7 @@ class TermBucket(models.Model):
     length = models.FloatField()
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["subject", "namespace", "memory_class"],
+        constraints = [models.UniqueConstraint(fields=["subject", "namespace", "memory_class", "tenant"],
                                                name="termbucket_unique")]
 
     def __str__(self) -> str:

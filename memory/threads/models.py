@@ -86,8 +86,8 @@ class ThreadEvent(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["thread", "seq"], name="threadevent_unique_seq"),
-            models.UniqueConstraint(fields=["thread", "idempotency_key"], name="threadevent_unique_idem",
+            models.UniqueConstraint(fields=["thread", "seq", "tenant"], name="threadevent_unique_seq"),
+            models.UniqueConstraint(fields=["thread", "idempotency_key", "tenant"], name="threadevent_unique_idem",
                                     condition=Q(idempotency_key__isnull=False)),
         ]
         indexes = [models.Index(fields=["tenant", "subject", "thread", "seq"], name="threadevent_scope_idx")]

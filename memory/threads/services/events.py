@@ -11,6 +11,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from memory.audit import audit
+from memory.deletion.journal import journal_event_deletion
 from memory.errors import Conflict, InvalidInput, NotFound
 from memory.models import Tombstone
 from memory.policy.secrets import refuse_secrets
@@ -151,6 +152,13 @@ def thread_events_append(*, scope: Scope, thread_id: str,
             for item, key in items]
 
 
+def journal_event(scope: Scope, thread_id: str, event_id: str) -> None:
+    """A blanked event goes into the deletion journal, so that restoring an older backup blanks it again."""
+    journal_event_deletion(tenant_id=scope.tenant_id, subject_id=scope.subject_id,
+                           subject_hash=subject_hash(scope.tenant_id, scope.subject_external_id),
+                           thread_id=thread_id, event_id=event_id, actor=scope.actor)
+
+
 @transaction.atomic
 def thread_event_delete(*, scope: Scope, thread_id: str, event_id: str) -> tuple[ThreadEvent, list[str]]:
     """Blank one event's content in place (its row and seq stay), mark the summaries over it stale.
@@ -168,6 +176,7 @@ def thread_event_delete(*, scope: Scope, thread_id: str, event_id: str) -> tuple
         event.refresh_from_db()
         tombstone_events(tenant_id=scope.tenant_id, subject_external_id=scope.subject_external_id,
                          event_ids=[event.pk])
+        journal_event(scope, thread.pk, event.pk)
     stale = summaries_invalidate(thread=thread, event=event, blank=True,
                                  reason=f"event {event.pk} (seq {event.seq}) was deleted")
     audit(actor=scope.actor, action="thread_event.delete", object_type="thread_event", object_id=event.pk,
@@ -194,6 +203,7 @@ def thread_event_pop(*, scope: Scope, thread_id: str) -> ThreadEvent | None:
         return None
     blank_events(ThreadEvent.objects.filter(pk=event.pk))
     tombstone_events(tenant_id=scope.tenant_id, subject_external_id=scope.subject_external_id, event_ids=[event.pk])
+    journal_event(scope, thread.pk, event.pk)
     stale = summaries_invalidate(thread=thread, event=event, blank=True,
                                  reason=f"event {event.pk} (seq {event.seq}) was deleted")
     audit(actor=scope.actor, action="thread_event.pop", object_type="thread_event", object_id=event.pk,

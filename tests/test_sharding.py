@@ -1,0 +1,155 @@
+"""The migrated schema against the rules of a tenant-sharded PostgreSQL (Citus), read from PostgreSQL's catalog.
+
+memory/sharding.py places every table (distributed by tenant_id, reference, local) and pins what still breaks
+a rule; docs/scaling.md explains both. A new table, a new unique constraint or a new foreign key that breaks
+a rule fails here; so does a pinned exception that has been fixed (remove it from the list).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from memory.sharding import DISTRIBUTION_COLUMN, KNOWN, PLACEMENT
+
+pytestmark = pytest.mark.django_db
+
+TENANT = DISTRIBUTION_COLUMN
+
+
+def _rows(sql: str) -> list[tuple[Any, ...]]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        return list(cursor.fetchall())
+
+
+def _catalog() -> dict[str, Any]:
+    tables = {t for (t,) in _rows("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
+    tenant_nullable = dict(_rows(
+        f"SELECT table_name, is_nullable = 'YES' FROM information_schema.columns "
+        f"WHERE table_schema = 'public' AND column_name = '{TENANT}'"))
+    # Every unique index: primary keys, unique constraints and partial unique indexes alike.
+    uniques = _rows("""
+        SELECT t.relname, i.relname, x.indisprimary,
+               array(SELECT a.attname FROM unnest(x.indkey) k JOIN pg_attribute a
+                     ON a.attrelid = t.oid AND a.attnum = k)::text[]
+        FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid
+        JOIN pg_namespace n ON n.oid = t.relnamespace
+        WHERE n.nspname = 'public' AND x.indisunique""")
+    foreign_keys = _rows("""
+        SELECT src.relname, dst.relname,
+               array(SELECT a.attname FROM unnest(c.conkey) k JOIN pg_attribute a
+                     ON a.attrelid = c.conrelid AND a.attnum = k)::text[]
+        FROM pg_constraint c JOIN pg_class src ON src.oid = c.conrelid JOIN pg_class dst ON dst.oid = c.confrelid
+        JOIN pg_namespace n ON n.oid = src.relnamespace
+        WHERE n.nspname = 'public' AND c.contype = 'f'""")
+    return {"tables": tables, "tenant_nullable": tenant_nullable, "uniques": uniques, "foreign_keys": foreign_keys}
+
+
+def _breaches(catalog: dict[str, Any]) -> dict[str, set[str]]:
+    distributed = {t for t, p in PLACEMENT.items() if p == "distributed"}
+    found: dict[str, set[str]] = {rule: set() for rule in KNOWN}
+    for table in sorted(catalog["tables"] & distributed):
+        if table not in catalog["tenant_nullable"]:
+            found["no_tenant_column"].add(table)
+        elif catalog["tenant_nullable"][table]:
+            found["nullable_tenant"].add(table)
+    for table, index, primary, columns in catalog["uniques"]:
+        if table in distributed and TENANT not in columns:
+            found["primary_key"].add(table) if primary else found["unique"].add(index)
+    for source, target, columns in catalog["foreign_keys"]:
+        name = f"{source}.{','.join(columns)}"
+        placed = PLACEMENT.get(source), PLACEMENT.get(target)
+        if placed == ("distributed", "distributed") and TENANT not in columns:
+            found["foreign_key"].add(name)
+        elif placed == ("reference", "distributed"):
+            found["reference_to_distributed"].add(name)
+        elif placed[1] == "local" and placed[0] != "local":
+            found["to_local"].add(name)
+    return found
+
+
+def test_it_places_every_table_of_the_migrated_schema() -> None:
+    tables = _catalog()["tables"]
+
+    assert sorted(tables - set(PLACEMENT)) == [], "place the new table in memory/sharding.py"
+    assert sorted(set(PLACEMENT) - tables) == [], "memory/sharding.py names a table the migrations do not create"
+
+
+@pytest.mark.parametrize("rule", sorted(KNOWN))
+def test_it_breaks_no_sharding_rule_beyond_the_pinned_exceptions(rule: str) -> None:
+    found = _breaches(_catalog())[rule]
+
+    assert sorted(found - KNOWN[rule]) == [], f"new breach of the {rule!r} rule (see docs/scaling.md)"
+    assert sorted(KNOWN[rule] - found) == [], f"fixed: remove these from KNOWN[{rule!r}] in memory/sharding.py"
+
+
+def test_it_finds_a_breach_the_pinned_lists_do_not_hold() -> None:
+    """The check itself can fail: a unique constraint without tenant_id on a distributed table is found."""
+    catalog = _catalog()
+    catalog["uniques"].append(("memory_memoryrecord", "record_unique_text", False, ["text"]))
+    catalog["foreign_keys"].append(("memory_tenant", "memory_subject", ["owner_id"]))
+
+    found = _breaches(catalog)
+
+    assert "record_unique_text" in found["unique"] - KNOWN["unique"]
+    assert "memory_tenant.owner_id" in found["reference_to_distributed"]
+
+
+BEFORE_TENANT_COLUMNS = [("deletion", "0003_thread_clear_kind"), ("knowledge", "0002_chunk_embedding_inline"),
+                         ("procedures", "0002_versions_immutable")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_fills_the_tenant_of_steps_chunks_and_versions_written_before_the_column() -> None:
+    from django.db.migrations.executor import MigrationExecutor
+
+    from memory.identity.services import tenant_create, user_create
+
+    MigrationExecutor(connection).migrate(BEFORE_TENANT_COLUMNS)
+    tenants = [tenant_create(slug="one"), tenant_create(slug="two")]
+    reviewer = user_create(tenant=tenants[0], username="rita", password="pw-rita-123", reviewer=True)
+    with connection.cursor() as cursor:
+        for t in tenants:
+            cursor.execute(
+                "INSERT INTO deletion_deletionjob (id, tenant_id, subject_hash, kind, memory_id, status, reason, "
+                "requested_by, plan, markers_sealed, runs, created_at, updated_at) VALUES (%s, %s, 'h', 'memory', "
+                "'', 'completed', '', 'system', '{}', '', 0, now(), now())", [f"del_{t.pk}", t.pk])
+            cursor.execute("INSERT INTO deletion_deletionstep (job_id, name, position, status, attempts, rows, "
+                           "last_error, updated_at) VALUES (%s, 'records', 0, 'done', 1, 0, '', now())",
+                           [f"del_{t.pk}"])
+            cursor.execute("INSERT INTO knowledge_accessdomain (tenant_id, name, description, all_subjects, "
+                           "reader_kinds, created_at) VALUES (%s, 'd', '', true, '{}', now()) RETURNING id", [t.pk])
+            domain = cursor.fetchone()[0]
+            cursor.execute(
+                "INSERT INTO knowledge_document (tenant_id, access_domain_id, external_id, title, uri, mime_type, "
+                "content_hash, version, metadata, char_count, ingested_at, created_at) VALUES (%s, %s, 'doc', 't', "
+                "'', 'text/plain', 'h', 1, '{}', 1, now(), now()) RETURNING id", [t.pk, domain])
+            document = cursor.fetchone()[0]
+            cursor.execute("INSERT INTO knowledge_chunk (document_id, access_domain_id, ordinal, text, char_start, "
+                           "char_end, token_count) VALUES (%s, %s, 0, 'x', 0, 1, 1)", [document, domain])
+            cursor.execute("INSERT INTO procedures_procedure (tenant_id, name, scope, current_number, created_at) "
+                           "VALUES (%s, 'p', 'org', 1, now()) RETURNING id", [t.pk])
+            procedure = cursor.fetchone()[0]
+            cursor.execute("INSERT INTO procedures_procedureversion (procedure_id, number, body, change_summary, "
+                           "author, approved_at, approved_by_id) VALUES (%s, 1, 'b', '', 'user:1', now(), %s)",
+                           [procedure, reviewer.pk])
+
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+    copied = _rows("""
+        SELECT 'step', s.tenant_id = j.tenant_id FROM deletion_deletionstep s
+            JOIN deletion_deletionjob j ON j.id = s.job_id
+        UNION ALL SELECT 'chunk', c.tenant_id = d.tenant_id FROM knowledge_chunk c
+            JOIN knowledge_document d ON d.id = c.document_id
+        UNION ALL SELECT 'version', v.tenant_id = p.tenant_id FROM procedures_procedureversion v
+            JOIN procedures_procedure p ON p.id = v.procedure_id""")
+    assert sorted(copied) == sorted([(kind, True) for kind in ("step", "chunk", "version") for _ in tenants])
+    # The versions' immutability trigger, set aside for the fill, is back.
+    from django.db import IntegrityError, transaction
+
+    with pytest.raises(IntegrityError, match="immutable"), transaction.atomic():
+        _rows("UPDATE procedures_procedureversion SET body = 'changed' RETURNING id")
