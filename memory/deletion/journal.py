@@ -4,7 +4,7 @@ A backup is a picture of the database at one moment. Restoring it brings back ev
 deleted *after* that moment, together with its content, and loses the tombstones that stop a delayed
 write from resurrecting it. So each deletion request is also appended here, to a JSON-lines file under
 ``ENGRAM_DELETION_JOURNAL`` (default ``var/deletion-journal/``), before its transaction commits, and
-``manage.py restore`` replays the journal before the service serves again (``journal_replay``).
+``manage.py restore`` replays the journal before the service serves again (memory/deletion/restore.py).
 
 A line holds what the job row holds and nothing more: ids (record, event, thread, subject primary key),
 the keyed hashes of the subject and of the tombstones, the kind, the actor and the time. No content:
@@ -25,7 +25,6 @@ import json
 import logging
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -99,48 +98,3 @@ def journal_entries(directory: Path | None = None) -> Iterator[dict[str, Any]]:
                     # A torn last line (a crash inside the write) is the only way to get here; its
                     # request did not commit either, so skipping it loses nothing.
                     logger.warning("deletion journal %s line %d is not JSON; skipped", path.name, number)
-
-
-@dataclass
-class ReplayResult:
-    reapplied: list[str] = field(default_factory=list)  # jobs created again from the journal
-    resumed: list[str] = field(default_factory=list)  # unfinished jobs the restored database already held
-    completed: list[str] = field(default_factory=list)  # jobs that ran to completion during the replay
-    failed: list[str] = field(default_factory=list)
-    skipped: int = 0  # lines with nothing left to do in this database
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"reapplied": len(self.reapplied), "resumed": len(self.resumed), "completed": len(self.completed),
-                "failed": len(self.failed), "skipped": self.skipped}
-
-
-def journal_replay(*, directory: Path | None = None, run: bool = True, progress: Any = None) -> ReplayResult:
-    """Re-apply every journaled deletion the database does not hold, resume every unfinished one, and
-    (``run``) run them all to completion in this process, so the restore returns only once they are done."""
-    from memory.deletion.models import DeletionJob
-    from memory.deletion.services import deletion_run, reapply_from_journal
-
-    result = ReplayResult()
-    to_run: list[str] = []
-    for entry in journal_entries(directory):
-        outcome, job_id = reapply_from_journal(entry)
-        if outcome == "reapplied":
-            result.reapplied.append(job_id or entry["kind"])
-            if job_id:  # an event blanked in place is done already; a job runs below
-                to_run.append(job_id)
-        else:
-            result.skipped += 1
-        if progress is not None:
-            progress()
-    unfinished = DeletionJob.objects.exclude(status=DeletionJob.Status.COMPLETED).exclude(pk__in=to_run)
-    for job_id in unfinished.order_by("created_at").values_list("pk", flat=True):
-        result.resumed.append(job_id)
-        to_run.append(job_id)
-    if run:
-        for job_id in to_run:
-            # A failed job is set back to pending first: after a restore it must be tried again.
-            DeletionJob.objects.filter(pk=job_id, status=DeletionJob.Status.FAILED).update(
-                status=DeletionJob.Status.PENDING, reason="")
-            status = deletion_run(job_id=job_id)
-            (result.completed if status == DeletionJob.Status.COMPLETED else result.failed).append(job_id)
-    return result

@@ -30,7 +30,7 @@ from memory import locks, metrics
 from memory.audit import audit
 from memory.content import decrypt_str, encrypt_str, unseal, unseal_candidate, unseal_text
 from memory.deletion import registry
-from memory.deletion.journal import EVENT_KIND, journal_append
+from memory.deletion.journal import journal_append
 from memory.deletion.models import DeletionJob, DeletionStep, new_deletion_id
 from memory.embedder import get_embedder
 from memory.errors import NotFound
@@ -291,97 +291,6 @@ def retention_delete(*, records: list[MemoryRecord]) -> DeletionJob | None:
 
 
 # --- after a restore: the journal's deletions made again ------------------------------------------
-
-
-@transaction.atomic
-def reapply_from_journal(entry: dict[str, Any]) -> tuple[str, str]:
-    """Make one journaled deletion again in a restored database; returns (outcome, job id).
-
-    The plan is made again from the restored rows (the backup predates the deletion, so they are there)
-    under the journaled job id. Outcomes: "present" (the database holds the job: the replay resumes it
-    if unfinished), "absent" (nothing the line names is in this database), "reapplied".
-    """
-    from memory.knowledge.deletion import DOCUMENT_KIND, document_purge
-    from memory.threads.models import Thread
-    from memory.threads.services.clear import clear_events
-
-    job_id, kind, tenant_id = str(entry.get("job_id") or ""), entry["kind"], int(entry["tenant_id"])
-    plan: dict[str, Any] = entry.get("plan") or {}
-    if job_id and DeletionJob.objects.filter(pk=job_id).exists():
-        return "present", job_id
-    # The subject's primary key may have been handed out again since the backup: the keyed hash decides.
-    subject_pk = int(plan.get("subject_id") or entry.get("subject_id") or 0)
-    subject = Subject.objects.filter(pk=subject_pk, tenant_id=tenant_id).first()
-    if subject is None or subject_hash(tenant_id, subject.external_id) != entry["subject_hash"]:
-        return "absent", job_id
-    scope = Scope(tenant_id=tenant_id, subject_id=subject.pk, subject_external_id=subject.external_id,
-                  permissions=frozenset({"read", "write"}), namespaces=None, actor="system:restore")
-    actor = str(entry.get("requested_by") or "system:restore")
-    if kind in (DeletionJob.Kind.MEMORY, DeletionJob.Kind.RETENTION):
-        if kind == DeletionJob.Kind.MEMORY and DeletionJob.objects.filter(
-                tenant_id=tenant_id, memory_id=entry.get("memory_id", ""), kind=kind).exists():
-            return "present", job_id  # a twin request's job (the one that won the unique constraint)
-        records = list(MemoryRecord.objects.filter(tenant_id=tenant_id, subject_id=subject.pk,
-                                                   pk__in=plan.get("memory_ids", [])))
-        if not records:
-            return "absent", job_id
-        _create_job(scope=scope, kind=kind, plan=_plan_records(records), memory_id=entry.get("memory_id", ""),
-                    actor=actor, job_id=job_id)
-        _hide_at_once([r.pk for r in records])
-    elif kind == DeletionJob.Kind.SUBJECT:
-        _create_job(scope=scope, kind=kind, plan=_plan_subject(scope), extra_plan={"whole_subject": True},
-                    actor=actor, job_id=job_id)
-    elif kind == DeletionJob.Kind.THREAD:
-        threads = [(str(t), int(seq)) for t, seq in plan.get("threads", [])]
-        present = set(Thread.objects.select_for_update().filter(
-            tenant_id=tenant_id, subject_id=subject.pk, pk__in=[t for t, _ in threads]).values_list("pk", flat=True))
-        threads = [(t, seq) for t, seq in threads if t in present]
-        if not threads:
-            return "absent", job_id
-        for thread_id, up_to_seq in threads:
-            clear_events(thread_id=thread_id, tenant_id=tenant_id, subject_external_id=subject.external_id,
-                         up_to_seq=up_to_seq)
-        _create_job(scope=scope, kind=kind, plan=_Plan(memory_ids=[], event_ids=[], markers=[], tombstones=[]),
-                    extra_plan={"threads": [list(t) for t in threads]}, actor=actor, job_id=job_id)
-    elif kind == EVENT_KIND:
-        return _reapply_event_deletion(scope, plan), job_id
-    elif kind == DOCUMENT_KIND:
-        from memory.knowledge.models import Document
-
-        documents = list(Document.objects.select_for_update().filter(
-            tenant_id=tenant_id, pk__in=plan.get("document_ids", [])))
-        if not documents:
-            return "absent", job_id
-        document_purge(scope=scope, document=documents[0], job_id=job_id)
-    else:
-        raise ValueError(f"unknown deletion kind {kind!r} in the journal")
-    audit(actor="system:restore", action="deletion.reapplied", object_type="deletion", object_id=job_id,
-          tenant_id=tenant_id, subject_id=subject.pk, data={"kind": kind})
-    return "reapplied", job_id
-
-
-def _reapply_event_deletion(scope: Scope, plan: dict[str, Any]) -> str:
-    from memory.threads.models import ThreadEvent
-    from memory.threads.services.common import lock_thread
-    from memory.threads.services.events import blank_events, tombstone_events
-    from memory.threads.services.summaries import summaries_invalidate
-
-    try:
-        thread = lock_thread(scope, str(plan.get("thread_id", "")))
-    except NotFound:
-        return "absent"
-    events = list(ThreadEvent.objects.filter(thread=thread, pk__in=plan.get("event_ids", []))
-                  .exclude(status=ThreadEvent.Status.DELETED))
-    if not events:
-        return "absent"
-    blank_events(ThreadEvent.objects.filter(pk__in=[e.pk for e in events]))
-    tombstone_events(tenant_id=scope.tenant_id, subject_external_id=scope.subject_external_id,
-                     event_ids=[e.pk for e in events])
-    for event in events:
-        summaries_invalidate(thread=thread, event=event, blank=True, reason=f"event {event.pk} was deleted")
-    audit(actor="system:restore", action="deletion.reapplied", object_type="thread_event", object_id=events[0].pk,
-          tenant_id=scope.tenant_id, subject_id=scope.subject_id, data={"kind": EVENT_KIND})
-    return "reapplied"
 
 
 # --- running a job ---------------------------------------------------------------------------------

@@ -33,8 +33,9 @@ from django.db import connection
 from django.utils import timezone
 
 from memory import backup
-from memory.deletion.journal import ReplayResult as JournalReplay
-from memory.deletion.journal import journal_dir, journal_entries, journal_replay
+from memory.deletion.journal import journal_dir, journal_entries
+from memory.deletion.restore import ReplayResult as JournalReplay
+from memory.deletion.restore import journal_replay
 from memory.management import progress_bar
 from memory.queues import BULK, enqueue
 
