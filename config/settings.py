@@ -310,6 +310,10 @@ ENGRAM_TOMBSTONE_DAYS = env_int("ENGRAM_TOMBSTONE_DAYS", 30)
 # A failing deletion step is retried this many times, waiting base * 2^attempt seconds between tries.
 ENGRAM_DELETION_STEP_ATTEMPTS = env_int("ENGRAM_DELETION_STEP_ATTEMPTS", 3)
 ENGRAM_DELETION_RETRY_BASE_SECONDS = env_float("ENGRAM_DELETION_RETRY_BASE_SECONDS", 0.5)
+# A job whose run failed stays pending and is run again by the sweep (every minute) after
+# base * 2^retry seconds, this many times, before it ends failed (`manage.py deletion_retry` retries it by hand).
+ENGRAM_DELETION_JOB_RETRIES = env_int("ENGRAM_DELETION_JOB_RETRIES", 5)
+ENGRAM_DELETION_JOB_RETRY_SECONDS = env_float("ENGRAM_DELETION_JOB_RETRY_SECONDS", 30.0)
 # Knowledge ingest: documents up to this many chunks are embedded in the request, larger ones by the worker;
 # longer documents are refused.
 ENGRAM_KNOWLEDGE_SYNC_EMBED_CHUNKS = env_int("ENGRAM_KNOWLEDGE_SYNC_EMBED_CHUNKS", 64)

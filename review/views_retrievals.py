@@ -2,8 +2,9 @@
 
 Lists the recent retrievals of a subject and, for one retrieval, every candidate the pipeline considered
 with its lexical and semantic rank, similarity, lexical share, fused relevance and final score, authority,
-tokens, and why it was kept or dropped, plus the budget and the stage timings. It reads the retrieval log,
-nothing else: what the agent was given is exactly what the log says.
+tokens, and why it was kept or dropped, plus the budget and the stage timings. It reads the retrieval log and,
+for the text of a memory candidate, the record itself (a log keeps no copy of it): a record deleted since
+reads "(deleted)".
 
 Who may look: reviewers of the log's tenant (the same people who may read the tenant's review queues).
 Everything else is a 404 (the same for a missing id and another tenant's), and no session means login.
@@ -21,6 +22,7 @@ from django.shortcuts import render
 
 from memory.models import MemoryRecord, Subject
 from memory.retrieval.models import RetrievalLog
+from memory.retrieval.selectors import with_record_texts
 from review.access import reviewer_may_read, reviewer_tenants
 
 RECENT = 50
@@ -59,11 +61,12 @@ def retrieval_detail(request: HttpRequest, retrieval_id: str) -> HttpResponse:
     log = _logs_for(request).select_related("tenant", "subject").filter(pk=retrieval_id).first()
     if log is None:
         raise Http404("No such retrieval in your tenants.")
-    ids = [c["memory_id"] for c in log.candidates if c.get("memory_id")]
+    entries = with_record_texts(tenant_id=log.tenant_id, candidates=log.candidates)
+    ids = [c["memory_id"] for c in entries if c.get("memory_id")]
     records = {r.pk: r for r in MemoryRecord.objects.filter(pk__in=ids, tenant_id=log.tenant_id)
                .select_related("memory_class").only("id", "source_type", "memory_class")}
     candidates = [_candidate(n, entry, records.get(entry.get("memory_id") or ""))
-                  for n, entry in enumerate(log.candidates, start=1)]
+                  for n, entry in enumerate(entries, start=1)]
     kept = [c for c in candidates if c["selected"]]
     return render(request, "review/retrievals/detail.html", {
         "log": log, "candidates": candidates, "kept": len(kept),
@@ -78,7 +81,7 @@ def _candidate(position: int, entry: dict[str, Any], record: MemoryRecord | None
     text = entry.get("text")
     if not readable and text:
         text = MASKED
-    elif entry.get("reason") == "deleted":
+    elif entry.get("deleted") or entry.get("reason") == "deleted":
         text = "(deleted)"
     return {
         "position": position, "source": entry.get("source", "memory"), "id": entry.get("id"),

@@ -211,9 +211,16 @@ def check_history(target: DeletionTarget) -> list[str]:
     return hits
 
 
+# The export check reads every section but the retrieval logs, which are left to their own indexed check
+# (memory/retrieval/deletion_surfaces.py): the export shows a log's memory entries with their records' current
+# text, so what it could still quote of a deleted record is the query and provider entries that check covers,
+# and reading every log of the subject here would make each deletion cost as much as the subject's history.
+_EXPORT_UNCHECKED = frozenset({"retrieval_logs"})
+
+
 @read_check("export")
 def check_export(target: DeletionTarget) -> list[str]:
-    body = subject_export(scope=_scope(target))
+    body = subject_export(scope=_scope(target), leave_out=_EXPORT_UNCHECKED)
     restated = _restated(target)
     body["records"] = [r for r in body.get("records", []) if r.get("memory_id") not in restated]
     if target.requested_at is not None and not target.whole_subject:

@@ -8,10 +8,17 @@ read surface as the owning principal. Only then is the job ``completed``.
 
 Retry policy (chosen over re-enqueueing a ONCE schedule): a failing step is retried inside the task,
 ``ENGRAM_DELETION_STEP_ATTEMPTS`` times with exponential backoff starting at
-``ENGRAM_DELETION_RETRY_BASE_SECONDS``. The whole run stays well under the worker timeout, the
-attempts are visible per step, and a job that still cannot finish ends ``failed`` with the reason.
-Asking for the same deletion again (DELETE once more) re-queues a failed job: it resumes at the
-first step that is not done.
+``ENGRAM_DELETION_RETRY_BASE_SECONDS``. The whole run stays well under the worker timeout and the
+attempts are visible per step. A run that still cannot finish leaves the job ``pending`` with the
+reason and a ``retry_at`` (``ENGRAM_DELETION_JOB_RETRY_SECONDS`` * 2^retry): the minute sweep runs it
+again, ``ENGRAM_DELETION_JOB_RETRIES`` times, before the job ends ``failed``. The person's deletion is
+under way until then. Asking for the same deletion again (DELETE once more), ``manage.py
+deletion_retry`` or the overview's button re-queue a failed job: it resumes at the first step that is
+not done.
+
+Verification cannot be starved by traffic: a read path that ran during the job may have written
+residue after its purge step (a retrieve's log, a window the worker rebuilt), so a check that finds
+residue has the purge steps behind it run again, and only residue that survives a fresh purge fails.
 """
 
 from __future__ import annotations
@@ -180,9 +187,25 @@ def _enqueue(job_id: str) -> None:
 def _requeue_if_failed(job: DeletionJob) -> DeletionJob:
     if job.status == DeletionJob.Status.FAILED:
         DeletionJob.objects.filter(pk=job.pk, status=DeletionJob.Status.FAILED).update(
-            status=DeletionJob.Status.PENDING, reason="")
+            status=DeletionJob.Status.PENDING, reason="", retry_at=None, retries=0)
         job.refresh_from_db()
         _enqueue(job.pk)
+    return job
+
+
+@transaction.atomic
+def deletion_retry(*, job_id: str, actor: str) -> DeletionJob:
+    """An operator runs a failed job again now (or a job waiting for its automatic retry, without the wait).
+    A job that is running or completed is left as it is."""
+    job = DeletionJob.objects.select_for_update().filter(pk=job_id).first()
+    if job is None:
+        raise NotFound(f"No deletion '{job_id}'.")
+    if job.status == DeletionJob.Status.FAILED or (job.status == DeletionJob.Status.PENDING and job.retry_at):
+        DeletionJob.objects.filter(pk=job.pk).update(status=DeletionJob.Status.PENDING, retry_at=None, retries=0)
+        audit(actor=actor, action="deletion.retried", object_type="deletion", object_id=job.pk,
+              tenant_id=job.tenant_id, data={"was": job.status})
+        _enqueue(job.pk)
+        job.refresh_from_db()
     return job
 
 
@@ -316,13 +339,14 @@ def _backoff(attempt: int) -> float:
 
 
 def _run_step(job: DeletionJob, step: DeletionStep, action: Any, target: registry.DeletionTarget) -> bool:
+    started = time.perf_counter()
     for attempt in range(_attempts()):
         try:
             with transaction.atomic():
                 rows = action(target)
                 DeletionStep.objects.filter(pk=step.pk).update(
                     status=DeletionStep.Status.DONE, attempts=step.attempts + 1, rows=int(rows or 0),
-                    last_error="", updated_at=timezone.now())
+                    last_error="", duration_ms=_ms_since(started), updated_at=timezone.now())
             step.attempts += 1
             return True
         except Exception as exc:  # noqa: BLE001 - any surface failure is recorded and retried
@@ -330,20 +354,61 @@ def _run_step(job: DeletionJob, step: DeletionStep, action: Any, target: registr
             step.last_error = _redact(f"{type(exc).__name__}: {exc}", target.markers)
             DeletionStep.objects.filter(pk=step.pk).update(
                 status=DeletionStep.Status.FAILED, attempts=step.attempts, last_error=step.last_error,
-                updated_at=timezone.now())
+                duration_ms=_ms_since(started), updated_at=timezone.now())
             if attempt + 1 < _attempts():
                 time.sleep(_backoff(attempt))
     return False
 
 
+def _ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000.0, 3)
+
+
+def _residue(target: registry.DeletionTarget) -> dict[str, list[str]]:
+    """Every registered read check, as the owning principal (each check builds ``owner_scope``): name -> places."""
+    found = {name: check(target) for name, check in registry.read_checks().items()}
+    return {name: places for name, places in found.items() if places}
+
+
+def _purge_again(target: registry.DeletionTarget, names: list[str]) -> None:
+    """The purge steps behind the checks that found residue: the surface of the same name, or, for a check
+    of a read path that spans surfaces (retrieve, export, list ...), every surface, in order. Every purge is
+    idempotent, so running one again is safe."""
+    surfaces = registry.surfaces()
+    by_name = {s.name for s in surfaces}
+    wanted = set(names) if set(names) <= by_name else by_name
+    for surface in surfaces:
+        if surface.name in wanted:
+            surface.purge(target)
+
+
 def _verify(target: registry.DeletionTarget) -> int:
-    """Every registered read check, as the owning principal (each check builds ``owner_scope``)."""
-    problems: list[str] = []
-    for name, check in registry.read_checks().items():
-        problems += [f"{name}: {p}" for p in check(target)]
-    if problems:
+    """Read every surface back; residue gets one fresh purge and one more look before it fails the step."""
+    residue = _residue(target)
+    if residue:
+        _purge_again(target, sorted(residue))
+        residue = _residue(target)
+    if residue:
+        problems = [f"{name}: {p}" for name, places in residue.items() for p in places]
         raise VerificationFailed("content still readable at " + "; ".join(problems))
     return 0
+
+
+def _failed(job: DeletionJob, step: str, attempts: int, reason: str) -> str:
+    """A run that could not finish: the job waits for its next automatic retry (still ``pending`` for the
+    person), or, with the retries spent, ends ``failed``."""
+    retries = int(settings.ENGRAM_DELETION_JOB_RETRIES)
+    retrying = job.retries < retries
+    status = DeletionJob.Status.PENDING if retrying else DeletionJob.Status.FAILED
+    retry_at = (timezone.now() + timedelta(seconds=float(settings.ENGRAM_DELETION_JOB_RETRY_SECONDS)
+                                           * (2 ** job.retries))) if retrying else None
+    with transaction.atomic():
+        DeletionJob.objects.filter(pk=job.pk).update(status=status, reason=reason[:500], retry_at=retry_at,
+                                                     retries=job.retries + (1 if retrying else 0))
+        audit(actor="system:deletion", action="deletion.retrying" if retrying else "deletion.failed",
+              object_type="deletion", object_id=job.pk, tenant_id=job.tenant_id,
+              data={"step": step, "attempts": attempts, "retries": job.retries})
+    return status
 
 
 def deletion_run(*, job_id: str) -> str:
@@ -382,15 +447,11 @@ def _run(job: DeletionJob) -> str:
             continue
         if not _run_step(job, step, action, target):
             reason = f"step '{name}' failed after {step.attempts} attempts: {step.last_error}"
-            with transaction.atomic():
-                DeletionJob.objects.filter(pk=job.pk).update(status=DeletionJob.Status.FAILED, reason=reason[:500])
-                audit(actor="system:deletion", action="deletion.failed", object_type="deletion", object_id=job.pk,
-                      tenant_id=job.tenant_id, data={"step": name, "attempts": step.attempts})
-            return DeletionJob.Status.FAILED
+            return _failed(job, name, step.attempts, reason)
     get_embedder().clear_query_cache()  # the verification's own queries (the deleted words) go too
     with transaction.atomic():
         DeletionJob.objects.filter(pk=job.pk).update(status=DeletionJob.Status.COMPLETED, reason="",
-                                                     markers_sealed="", completed_at=timezone.now())
+                                                     markers_sealed="", completed_at=timezone.now(), retry_at=None)
         audit(actor="system:deletion", action="deletion.completed", object_type="deletion", object_id=job.pk,
               tenant_id=job.tenant_id, data={"steps": [n for n, _ in actions]})
     return DeletionJob.Status.COMPLETED
@@ -398,5 +459,5 @@ def _run(job: DeletionJob) -> str:
 
 
 
-__all__ = ["memory_delete", "subject_erase", "deletion_run", "retention_delete", "thread_clear_job",
-           "owner_scope"]
+__all__ = ["memory_delete", "subject_erase", "deletion_run", "deletion_retry", "retention_delete",
+           "thread_clear_job", "owner_scope"]
