@@ -19,7 +19,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(CLIENT)/pyproject.toml 
 AXE_VERSION := 4.14.1
 AXE := var/node/node_modules/axe-core/axe.min.js
 
-.PHONY: install chromium db run test test-fast lint bench bench-me bench-locomo bench-sizes evaluate db-stop clean
+.PHONY: install chromium db run test test-fast lint bench bench-me bench-locomo bench-sizes bench-deletion evaluate db-stop clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -82,6 +82,11 @@ bench-locomo: db
 # Retrieve against one subject of 1,000, 10,000 and 100,000 records (its own database).
 bench-sizes: db
 	$(PY) bench/retrieval.py --profile sizes $(ARGS)
+
+# Single-record deletions while three clients retrieve and one writes on the same subject; then a deletion's
+# purge and verification time with 10,000 retrieval logs on the subject against none (its own database).
+bench-deletion: db
+	$(PY) bench/deletion.py $(ARGS)
 
 evaluate: db
 	$(PY) manage.py evaluate
