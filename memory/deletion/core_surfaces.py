@@ -148,16 +148,16 @@ def ensure_tombstones(target: DeletionTarget) -> int:
     """The tombstones were written when the job was planned; this step proves they are there."""
     if not target.memory_ids:
         return 0
-    count = Tombstone.objects.filter(tenant_id=target.tenant_id, memory_id__in=target.memory_ids).count()
-    if count < len(set(target.memory_ids)):
-        # Re-plant from the job plan (keyed hashes only) if someone removed them.
-        job = DeletionJob.objects.filter(tenant_id=target.tenant_id,
-                                         plan__memory_ids__contains=list(target.memory_ids[:1])).first()
+    present = set(Tombstone.objects.filter(tenant_id=target.tenant_id, memory_id__in=target.memory_ids)
+                  .values_list("memory_id", flat=True))
+    for memory_id in sorted(set(target.memory_ids) - present):
+        # Re-plant from the job plan (keyed hashes only) if someone removed them (a batch has several plans).
+        job = DeletionJob.objects.filter(tenant_id=target.tenant_id, plan__memory_ids__contains=[memory_id]).first()
         if job is None:
             raise RuntimeError("tombstones missing and no plan to rebuild them from")
         write_tombstones(tenant_id=target.tenant_id, subject_hash_value=job.subject_hash,
                           items=job.plan.get("tombstones", []))
-    return count
+    return len(present)
 
 
 # --- read checks: the read surfaces as the owning principal ------------------------------------------

@@ -31,6 +31,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from memory import locks
@@ -411,10 +412,16 @@ def _failed(job: DeletionJob, step: str, attempts: int, reason: str) -> str:
     return status
 
 
+# A worker that starts a single-record job takes the subject's other waiting single-record jobs along (up to this
+# many): one pass of purges and one verification for all of them, instead of each waiting for the others' runs.
+BATCH = 20
+
+
 def deletion_run(*, job_id: str) -> str:
     """Run (or resume) a job; returns its status. A twin delivery finds the lock taken and leaves."""
     if not locks.try_session_lock(f"deletion:{job_id}"):
         return "busy"
+    companions: list[DeletionJob] = []
     try:
         claimed = DeletionJob.objects.filter(
             pk=job_id, status__in=[DeletionJob.Status.PENDING, DeletionJob.Status.RUNNING]).update(
@@ -423,9 +430,34 @@ def deletion_run(*, job_id: str) -> str:
         if job is None or not claimed:
             return job.status if job else "missing"
         DeletionJob.objects.filter(pk=job_id).update(runs=job.runs + 1)
-        return _run(job)
+        companions = _claim_companions(job)
+        return _run(job, companions)
     finally:
+        for companion in companions:
+            locks.session_unlock(f"deletion:{companion.pk}")
         locks.session_unlock(f"deletion:{job_id}")
+
+
+def _claim_companions(job: DeletionJob) -> list[DeletionJob]:
+    """The subject's other single-record jobs waiting in the queue, claimed like the job itself (their lock, then
+    a conditional update): their own task, when it comes, finds them completed (or busy) and leaves. A job
+    waiting for an automatic retry waits for it."""
+    if job.kind != DeletionJob.Kind.MEMORY or BATCH <= 1:
+        return []
+    waiting = list(DeletionJob.objects.filter(
+        tenant_id=job.tenant_id, subject_hash=job.subject_hash, kind=DeletionJob.Kind.MEMORY,
+        status=DeletionJob.Status.PENDING, retry_at__isnull=True).exclude(pk=job.pk)
+        .order_by("created_at", "pk").values_list("pk", flat=True)[:BATCH - 1])
+    claimed = []
+    for pk in waiting:
+        if not locks.try_session_lock(f"deletion:{pk}"):
+            continue
+        if DeletionJob.objects.filter(pk=pk, status=DeletionJob.Status.PENDING, retry_at__isnull=True).update(
+                status=DeletionJob.Status.RUNNING, runs=F("runs") + 1, updated_at=timezone.now()):
+            claimed.append(pk)
+        else:
+            locks.session_unlock(f"deletion:{pk}")
+    return list(DeletionJob.objects.filter(pk__in=claimed).order_by("created_at", "pk"))
 
 
 def _subject_external_id(job: DeletionJob) -> str:
@@ -433,30 +465,60 @@ def _subject_external_id(job: DeletionJob) -> str:
     return subject.external_id if subject else ""
 
 
-def _run(job: DeletionJob) -> str:
-    job.plan["_subject_external_id"] = _subject_external_id(job)
-    target = target_of(job)
-    del job.plan["_subject_external_id"]
+def _combined(targets: list[registry.DeletionTarget]) -> registry.DeletionTarget:
+    """One target for jobs of one subject: every record, event and marker of each. The earliest request decides
+    what counts as said again afterwards."""
+    first = targets[0]
+    if len(targets) == 1:
+        return first
+
+    def union(values: Any) -> tuple[Any, ...]:
+        return tuple(dict.fromkeys(v for vs in values for v in vs))
+
+    asked = [t.requested_at for t in targets if t.requested_at is not None]
+    return registry.DeletionTarget(
+        tenant_id=first.tenant_id, subject_id=first.subject_id, subject_external_id=first.subject_external_id,
+        memory_ids=union(t.memory_ids for t in targets), event_ids=union(t.event_ids for t in targets),
+        markers=union(t.markers for t in targets), requested_at=min(asked) if asked else None)
+
+
+def _run(job: DeletionJob, companions: list[DeletionJob] | None = None) -> str:
+    group = [job, *(companions or [])]
+    external_id = _subject_external_id(job)
+    targets = []
+    for member in group:
+        member.plan["_subject_external_id"] = external_id
+        targets.append(target_of(member))
+        del member.plan["_subject_external_id"]
+    target = _combined(targets)
     steps = {s.name: s for s in job.steps.all()}
     actions: list[tuple[str, Any]] = [(s.name, s.purge) for s in registry.surfaces()]
     actions.append((VERIFICATION, _verify))
+    others = [m.pk for m in group[1:]]
     for position, (name, action) in enumerate(actions):
         step = steps.get(name) or DeletionStep.objects.get_or_create(job=job, name=name,
                                                                      defaults={"position": position})[0]
-        if step.status == DeletionStep.Status.DONE:
+        # A batch runs every step for all its jobs (each purge is idempotent), whatever one of them had done.
+        if step.status == DeletionStep.Status.DONE and not others:
             continue
-        if not _run_step(job, step, action, target):
+        done = _run_step(job, step, action, target)
+        if others:  # every job of the batch shows the step as it went
+            row = DeletionStep.objects.filter(pk=step.pk).values("status", "rows", "last_error", "duration_ms").get()
+            DeletionStep.objects.filter(job_id__in=others, name=name).update(attempts=F("attempts") + 1, **row)
+        if not done:
             reason = f"step '{name}' failed after {step.attempts} attempts: {step.last_error}"
+            for member in group[1:]:
+                _failed(member, name, step.attempts, reason)
             return _failed(job, name, step.attempts, reason)
     get_embedder().clear_query_cache()  # the verification's own queries (the deleted words) go too
     with transaction.atomic():
-        DeletionJob.objects.filter(pk=job.pk).update(status=DeletionJob.Status.COMPLETED, reason="",
-                                                     markers_sealed="", completed_at=timezone.now(), retry_at=None)
-        audit(actor="system:deletion", action="deletion.completed", object_type="deletion", object_id=job.pk,
-              tenant_id=job.tenant_id, data={"steps": [n for n, _ in actions]})
+        DeletionJob.objects.filter(pk__in=[m.pk for m in group]).update(
+            status=DeletionJob.Status.COMPLETED, reason="", markers_sealed="", completed_at=timezone.now(),
+            retry_at=None)
+        for member in group:
+            audit(actor="system:deletion", action="deletion.completed", object_type="deletion", object_id=member.pk,
+                  tenant_id=member.tenant_id, data={"steps": [n for n, _ in actions], "batch": job.pk})
     return DeletionJob.Status.COMPLETED
-
-
 
 
 __all__ = ["memory_delete", "subject_erase", "deletion_run", "deletion_retry", "retention_delete",

@@ -209,3 +209,27 @@ def test_an_operator_retries_failed_jobs_with_deletion_retry(agent, surface, no_
     call_command("deletion_retry", "--all-failed", stdout=out)
     assert run_job(jobs[1]) == "completed"
     assert AuditEntry.objects.filter(action="deletion.retried", object_id__in=jobs).count() == 2
+
+
+def test_a_run_takes_the_subjects_waiting_single_record_jobs_along(agent, outsider):
+    from tests.deletion.helpers import tables_containing
+
+    ids = [agent.post("/api/v1/memories", memory_body(
+        fact={"field": f"f{n}", "value": f"batchvalue{n}x"}, text=f"Prefers batchmarker{n}x",
+        source={"type": "explicit_user_statement", "event_id": f"evt_b{n}", "text": f"said batchsaid{n}x"}))
+        .json()["memory_id"] for n in range(3)]
+    other = outsider.post("/api/v1/memories", memory_body()).json()["memory_id"]
+    jobs = [agent.delete(f"/api/v1/memories/{m}").json()["deletion_id"] for m in ids]
+    elsewhere = outsider.delete(f"/api/v1/memories/{other}").json()["deletion_id"]
+
+    assert run_job(jobs[1]) == "completed"
+
+    statuses = dict(DeletionJob.objects.values_list("pk", "status"))
+    assert [statuses[j] for j in jobs] == ["completed"] * 3
+    assert statuses[elsewhere] == "pending"  # another subject's job is not taken along
+    for job_id in jobs:
+        body = agent.get(f"/api/v1/deletions/{job_id}").json()
+        assert all(s["status"] == "done" for s in body["steps"]), body
+    assert run_job(jobs[0]) == "completed"  # its own delivery finds it done
+    for n in range(3):
+        assert tables_containing(f"batchmarker{n}x") == [] and tables_containing(f"batchsaid{n}x") == []
