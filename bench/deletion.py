@@ -69,11 +69,12 @@ def job_figures(job_ids: list[str]) -> dict[str, Any]:
 
     jobs = list(DeletionJob.objects.filter(pk__in=job_ids).values("pk", "status", "created_at", "completed_at",
                                                                    "retries", "reason"))
-    took = [(j["completed_at"] - j["created_at"]).total_seconds() for j in jobs if j["status"] == "completed"]
+    took = [(j["completed_at"] - j["created_at"]).total_seconds() for j in jobs
+            if j["status"] == "completed" and j["completed_at"] is not None]
     steps: dict[str, list[float]] = defaultdict(list)
     for name, ms in DeletionStep.objects.filter(job_id__in=job_ids, duration_ms__isnull=False).values_list(
             "name", "duration_ms"):
-        steps[name].append(ms)
+        steps[name].append(float(ms or 0.0))
     return {
         "deletions": len(jobs), "completed": len(took),
         "not_completed": {j["pk"]: f"{j['status']}: {j['reason']}" for j in jobs if j["status"] != "completed"},
