@@ -425,7 +425,7 @@ def deletion_run(*, job_id: str) -> str:
     try:
         claimed = DeletionJob.objects.filter(
             pk=job_id, status__in=[DeletionJob.Status.PENDING, DeletionJob.Status.RUNNING]).update(
-            status=DeletionJob.Status.RUNNING, updated_at=timezone.now())
+            status=DeletionJob.Status.RUNNING, retry_at=None, updated_at=timezone.now())
         job = DeletionJob.objects.filter(pk=job_id).first()
         if job is None or not claimed:
             return job.status if job else "missing"
