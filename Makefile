@@ -19,7 +19,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(CLIENT)/pyproject.toml 
 AXE_VERSION := 4.14.1
 AXE := var/node/node_modules/axe-core/axe.min.js
 
-.PHONY: install chromium db run test test-fast lint bench bench-me bench-locomo bench-sizes bench-cost evaluate db-stop clean
+.PHONY: install chromium db run test test-fast lint bench bench-me bench-locomo bench-sizes bench-cost bench-deletion evaluate db-stop clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -87,6 +87,11 @@ bench-sizes: db
 # embedder's own rate), at 600 to 100,000 records per subject (its own database).
 bench-cost: db
 	$(PY) bench/cost.py $(ARGS)
+
+# Single-record deletions while three clients retrieve and one writes on the same subject; then a deletion's
+# purge and verification time with 10,000 retrieval logs on the subject against none (its own database).
+bench-deletion: db
+	$(PY) bench/deletion.py $(ARGS)
 
 evaluate: db
 	$(PY) manage.py evaluate

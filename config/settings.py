@@ -324,6 +324,10 @@ ENGRAM_DELETION_RETRY_BASE_SECONDS = env_float("ENGRAM_DELETION_RETRY_BASE_SECON
 ENGRAM_DELETION_JOURNAL = Path(env_str("ENGRAM_DELETION_JOURNAL") or str(VAR_DIR / "deletion-journal"))
 # Where `manage.py backup` writes its archives when no path is given.
 ENGRAM_BACKUP_DIR = Path(env_str("ENGRAM_BACKUP_DIR") or str(VAR_DIR / "backups"))
+# A job whose run failed stays pending and is run again by the sweep (every minute) after
+# base * 2^retry seconds, this many times, before it ends failed (`manage.py deletion_retry` retries it by hand).
+ENGRAM_DELETION_JOB_RETRIES = env_int("ENGRAM_DELETION_JOB_RETRIES", 5)
+ENGRAM_DELETION_JOB_RETRY_SECONDS = env_float("ENGRAM_DELETION_JOB_RETRY_SECONDS", 30.0)
 # Knowledge ingest: documents up to this many chunks are embedded in the request, larger ones by the worker;
 # longer documents are refused.
 ENGRAM_KNOWLEDGE_SYNC_EMBED_CHUNKS = env_int("ENGRAM_KNOWLEDGE_SYNC_EMBED_CHUNKS", 64)

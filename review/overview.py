@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Avg, Count, DurationField, ExpressionWrapper, F, Max, Min
+from django.db.models import Avg, Count, DurationField, ExpressionWrapper, F, Max, Min, Q
 from django.db.models.functions import TruncHour
 from django.urls import reverse
 from django.utils import timezone
@@ -58,11 +58,19 @@ def open_conflicts(tenant_ids: list[int]) -> dict[int, Figure]:
                       .values("tenant_id").annotate(n=Count("pk"), oldest=Min("created_at")).order_by())
 
 
+# Pending jobs whose last run failed and that wait for their automatic retry: shown as a figure of their own.
+RETRYING = "retrying"
+
+
 def deletions_by_status(tenant_ids: list[int]) -> dict[int, dict[str, Figure]]:
     found: dict[int, dict[str, Figure]] = {}
     for r in (DeletionJob.objects.filter(tenant_id__in=tenant_ids).values("tenant_id", "status")
-              .annotate(n=Count("pk"), oldest=Min("created_at")).order_by()):
+              .annotate(n=Count("pk"), oldest=Min("created_at"),
+                        retrying=Count("pk", filter=Q(retry_at__isnull=False)),
+                        oldest_retrying=Min("created_at", filter=Q(retry_at__isnull=False))).order_by()):
         found.setdefault(r["tenant_id"], {})[r["status"]] = Figure(r["n"], r["oldest"])
+        if r["status"] == DeletionJob.Status.PENDING and r["retrying"]:
+            found[r["tenant_id"]][RETRYING] = Figure(r["retrying"], r["oldest_retrying"])
     return found
 
 
@@ -161,7 +169,9 @@ def embeddings_by_class(tenant_ids: list[int]) -> list[dict[str, Any]]:
 
 def deletion_jobs(tenant_ids: list[int], *, status: str = "", limit: int = 200) -> list[DeletionJob]:
     jobs = DeletionJob.objects.filter(tenant_id__in=tenant_ids).select_related("tenant")
-    if status:
+    if status == RETRYING:
+        jobs = jobs.filter(status=DeletionJob.Status.PENDING, retry_at__isnull=False)
+    elif status:
         jobs = jobs.filter(status=status)
     # Oldest first: the job that has waited longest is the one to look at.
     return list(jobs.order_by("created_at", "pk").defer("markers_sealed", "plan")[:limit])

@@ -2,8 +2,9 @@
 
 Lists the recent retrievals of a subject and, for one retrieval, every candidate the pipeline considered
 with its lexical and semantic rank, similarity, lexical share, fused relevance and final score, authority,
-tokens, and why it was kept or dropped, plus the budget and the stage timings. It reads the retrieval log,
-nothing else: what the agent was given is exactly what the log says.
+tokens, and why it was kept or dropped, plus the budget and the stage timings. It reads the retrieval log and,
+for the text of a memory candidate, the record itself (a log keeps no copy of it): a record deleted since
+reads "(deleted)".
 
 Who may look: reviewers of the log's tenant (the same people who may read the tenant's review queues).
 Everything else is a 404 (the same for a missing id and another tenant's), and no session means login.
@@ -62,7 +63,7 @@ def retrieval_detail(request: HttpRequest, retrieval_id: str) -> HttpResponse:
 def _candidate(position: int, entry: dict[str, Any]) -> dict[str, Any]:
     readable = not entry.get("masked")
     text = entry.get("text")
-    if (readable or not text) and entry.get("reason") == "deleted":  # a masked text stays masked
+    if (readable or not text) and (entry.get("deleted") or entry.get("reason") == "deleted"):  # masked stays masked
         text = "(deleted)"
     return {
         "position": position, "source": entry.get("source", "memory"), "id": entry.get("id"),

@@ -31,7 +31,7 @@ from memory.models import AuditEntry, Candidate, Event, MemoryRecord, Subject
 from memory.namespaces import under_any_q
 from memory.records.presenters import record_payload
 from memory.retrieval.models import RetrievalLog
-from memory.retrieval.selectors import visible_log_fields
+from memory.retrieval.selectors import logs_with_record_texts, visible_log_fields
 from memory.scope import READ, THREADS, Scope
 
 # Friendly section names for the areas' tables; any other subject table appears as "<app>.<model>".
@@ -74,6 +74,8 @@ def _rows(model: type[models.Model], scope: Scope) -> list[dict[str, Any]]:
     rows = list(qs.order_by("pk").values(*fields))
     if model is RetrievalLog:
         rows = [visible_log_fields(scope, row) for row in rows]
+        shown = logs_with_record_texts(tenant_id=scope.tenant_id, logs=[row["candidates"] for row in rows])
+        rows = [{**row, "candidates": entries} for row, entries in zip(rows, shown, strict=True)]
     return rows
 
 
@@ -94,7 +96,8 @@ def _events(scope: Scope, records: QuerySet[MemoryRecord], candidates: QuerySet[
     return Event.objects.filter(shown, tenant_id=scope.tenant_id, subject_id=scope.subject_id)
 
 
-def subject_export(*, scope: Scope) -> dict[str, Any]:
+def subject_export(*, scope: Scope, leave_out: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Everything about the scope's subject, but the generic sections named in ``leave_out`` (shown empty)."""
     scope.require(READ)
     records = (MemoryRecord.objects.for_scope(scope).select_related("memory_class", "source_event", "subject")
                .order_by("created_at", "pk"))
@@ -125,7 +128,8 @@ def subject_export(*, scope: Scope) -> dict[str, Any]:
         "records": out_records, "candidates": candidates, "events": events,
     }
     for model in _subject_models():
-        body[SECTION_NAMES.get(model._meta.label_lower, model._meta.label_lower)] = _rows(model, scope)
+        name = SECTION_NAMES.get(model._meta.label_lower, model._meta.label_lower)
+        body[name] = [] if name in leave_out else _rows(model, scope)
     for name in ("threads", "summaries", "checkpoints", "retrieval_logs"):
         body.setdefault(name, [])
     return body

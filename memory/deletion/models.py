@@ -47,6 +47,11 @@ class DeletionJob(models.Model):
     plan = models.JSONField(default=dict)
     markers_sealed = models.TextField(blank=True, help_text="Fernet token of the markers; blank once completed.")
     runs = models.PositiveIntegerField(default=0)
+    # Automatic retries of a job whose run failed: it stays ``pending`` (the person's deletion is still under
+    # way) with ``reason`` naming the last failure for operators, and the sweep runs it again at ``retry_at``.
+    # Once ENGRAM_DELETION_JOB_RETRIES are spent it ends ``failed``; an operator may retry it at any time.
+    retries = models.PositiveIntegerField(default=0)
+    retry_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     completed_at = models.DateTimeField(null=True, blank=True)
@@ -77,6 +82,8 @@ class DeletionStep(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     rows = models.IntegerField(default=0, help_text="Rows the last successful attempt touched.")
     last_error = models.CharField(max_length=500, blank=True)
+    # Worker time of the last run of this step (all its attempts), for operators and the benchmark.
+    duration_ms = models.FloatField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

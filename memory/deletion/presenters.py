@@ -30,8 +30,11 @@ def job_payload(job: DeletionJob) -> JobPayload:
     def iso(value: Any) -> str | None:
         return value.isoformat() if value else None
 
+    # A job waiting for its automatic retry is still under way for the person: its last failure is for
+    # operators (the overview), and only a job that ended failed says why.
+    reason = job.reason if job.status == DeletionJob.Status.FAILED else ""
     return {
-        "deletion_id": job.pk, "kind": job.kind, "status": job.status, "reason": job.reason,
+        "deletion_id": job.pk, "kind": job.kind, "status": job.status, "reason": reason,
         "memory_id": job.memory_id or None, "created_at": job.created_at.isoformat(),
         "completed_at": iso(job.completed_at),
         "steps": [{"name": s.name, "status": s.status, "attempts": s.attempts, "rows": s.rows,

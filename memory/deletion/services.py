@@ -8,10 +8,17 @@ read surface as the owning principal. Only then is the job ``completed``.
 
 Retry policy (chosen over re-enqueueing a ONCE schedule): a failing step is retried inside the task,
 ``ENGRAM_DELETION_STEP_ATTEMPTS`` times with exponential backoff starting at
-``ENGRAM_DELETION_RETRY_BASE_SECONDS``. The whole run stays well under the worker timeout, the
-attempts are visible per step, and a job that still cannot finish ends ``failed`` with the reason.
-Asking for the same deletion again (DELETE once more) re-queues a failed job: it resumes at the
-first step that is not done.
+``ENGRAM_DELETION_RETRY_BASE_SECONDS``. The whole run stays well under the worker timeout and the
+attempts are visible per step. A run that still cannot finish leaves the job ``pending`` with the
+reason and a ``retry_at`` (``ENGRAM_DELETION_JOB_RETRY_SECONDS`` * 2^retry): the minute sweep runs it
+again, ``ENGRAM_DELETION_JOB_RETRIES`` times, before the job ends ``failed``. The person's deletion is
+under way until then. Asking for the same deletion again (DELETE once more), ``manage.py
+deletion_retry`` or the overview's button re-queue a failed job: it resumes at the first step that is
+not done.
+
+Verification cannot be starved by traffic: a read path that ran during the job may have written
+residue after its purge step (a retrieve's log, a window the worker rebuilt), so a check that finds
+residue has the purge steps behind it run again, and only residue that survives a fresh purge fails.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from memory import locks, metrics
@@ -184,9 +192,25 @@ def _enqueue(job_id: str) -> None:
 def _requeue_if_failed(job: DeletionJob) -> DeletionJob:
     if job.status == DeletionJob.Status.FAILED:
         DeletionJob.objects.filter(pk=job.pk, status=DeletionJob.Status.FAILED).update(
-            status=DeletionJob.Status.PENDING, reason="")
+            status=DeletionJob.Status.PENDING, reason="", retry_at=None, retries=0)
         job.refresh_from_db()
         _enqueue(job.pk)
+    return job
+
+
+@transaction.atomic
+def deletion_retry(*, job_id: str, actor: str) -> DeletionJob:
+    """An operator runs a failed job again now (or a job waiting for its automatic retry, without the wait).
+    A job that is running or completed is left as it is."""
+    job = DeletionJob.objects.select_for_update().filter(pk=job_id).first()
+    if job is None:
+        raise NotFound(f"No deletion '{job_id}'.")
+    if job.status == DeletionJob.Status.FAILED or (job.status == DeletionJob.Status.PENDING and job.retry_at):
+        DeletionJob.objects.filter(pk=job.pk).update(status=DeletionJob.Status.PENDING, retry_at=None, retries=0)
+        audit(actor=actor, action="deletion.retried", object_type="deletion", object_id=job.pk,
+              tenant_id=job.tenant_id, data={"was": job.status})
+        _enqueue(job.pk)
+        job.refresh_from_db()
     return job
 
 
@@ -328,13 +352,14 @@ def _backoff(attempt: int) -> float:
 
 
 def _run_step(job: DeletionJob, step: DeletionStep, action: Any, target: registry.DeletionTarget) -> bool:
+    started = time.perf_counter()
     for attempt in range(_attempts()):
         try:
             with transaction.atomic():
                 rows = action(target)
                 DeletionStep.objects.filter(pk=step.pk).update(
                     status=DeletionStep.Status.DONE, attempts=step.attempts + 1, rows=int(rows or 0),
-                    last_error="", updated_at=timezone.now())
+                    last_error="", duration_ms=_ms_since(started), updated_at=timezone.now())
             step.attempts += 1
             return True
         except Exception as exc:  # noqa: BLE001 - any surface failure is recorded and retried
@@ -342,37 +367,111 @@ def _run_step(job: DeletionJob, step: DeletionStep, action: Any, target: registr
             step.last_error = _redact(f"{type(exc).__name__}: {exc}", target.markers)
             DeletionStep.objects.filter(pk=step.pk).update(
                 status=DeletionStep.Status.FAILED, attempts=step.attempts, last_error=step.last_error,
-                updated_at=timezone.now())
+                duration_ms=_ms_since(started), updated_at=timezone.now())
             if attempt + 1 < _attempts():
                 time.sleep(_backoff(attempt))
     return False
 
 
+def _ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000.0, 3)
+
+
+def _residue(target: registry.DeletionTarget) -> dict[str, list[str]]:
+    """Every registered read check, as the owning principal (each check builds ``owner_scope``): name -> places."""
+    found = {name: check(target) for name, check in registry.read_checks().items()}
+    return {name: places for name, places in found.items() if places}
+
+
+def _purge_again(target: registry.DeletionTarget, names: list[str]) -> None:
+    """The purge steps behind the checks that found residue: the surface of the same name, or, for a check
+    of a read path that spans surfaces (retrieve, export, list ...), every surface, in order. Every purge is
+    idempotent, so running one again is safe."""
+    surfaces = registry.surfaces()
+    by_name = {s.name for s in surfaces}
+    wanted = set(names) if set(names) <= by_name else by_name
+    for surface in surfaces:
+        if surface.name in wanted:
+            surface.purge(target)
+
+
 def _verify(target: registry.DeletionTarget) -> int:
-    """Every registered read check, as the owning principal (each check builds ``owner_scope``)."""
-    problems: list[str] = []
-    for name, check in registry.read_checks().items():
-        problems += [f"{name}: {p}" for p in check(target)]
-    if problems:
+    """Read every surface back; residue gets one fresh purge and one more look before it fails the step."""
+    residue = _residue(target)
+    if residue:
+        _purge_again(target, sorted(residue))
+        residue = _residue(target)
+    if residue:
+        problems = [f"{name}: {p}" for name, places in residue.items() for p in places]
         raise VerificationFailed("content still readable at " + "; ".join(problems))
     return 0
+
+
+def _failed(job: DeletionJob, step: str, attempts: int, reason: str) -> str:
+    """A run that could not finish: the job waits for its next automatic retry (still ``pending`` for the
+    person), or, with the retries spent, ends ``failed``."""
+    retries = int(settings.ENGRAM_DELETION_JOB_RETRIES)
+    retrying = job.retries < retries
+    status = DeletionJob.Status.PENDING if retrying else DeletionJob.Status.FAILED
+    retry_at = (timezone.now() + timedelta(seconds=float(settings.ENGRAM_DELETION_JOB_RETRY_SECONDS)
+                                           * (2 ** job.retries))) if retrying else None
+    with transaction.atomic():
+        DeletionJob.objects.filter(pk=job.pk).update(status=status, reason=reason[:500], retry_at=retry_at,
+                                                     retries=job.retries + (1 if retrying else 0))
+        audit(actor="system:deletion", action="deletion.retrying" if retrying else "deletion.failed",
+              object_type="deletion", object_id=job.pk, tenant_id=job.tenant_id,
+              data={"step": step, "attempts": attempts, "retries": job.retries})
+    if not retrying:
+        metrics.deletion_finished(status=DeletionJob.Status.FAILED)
+    return status
+
+
+# A worker that starts a single-record job takes the subject's other waiting single-record jobs along (up to this
+# many): one pass of purges and one verification for all of them, instead of each waiting for the others' runs.
+BATCH = 20
 
 
 def deletion_run(*, job_id: str) -> str:
     """Run (or resume) a job; returns its status. A twin delivery finds the lock taken and leaves."""
     if not locks.try_session_lock(f"deletion:{job_id}"):
         return "busy"
+    companions: list[DeletionJob] = []
     try:
         claimed = DeletionJob.objects.filter(
             pk=job_id, status__in=[DeletionJob.Status.PENDING, DeletionJob.Status.RUNNING]).update(
-            status=DeletionJob.Status.RUNNING, updated_at=timezone.now())
+            status=DeletionJob.Status.RUNNING, retry_at=None, updated_at=timezone.now())
         job = DeletionJob.objects.filter(pk=job_id).first()
         if job is None or not claimed:
             return job.status if job else "missing"
         DeletionJob.objects.filter(pk=job_id).update(runs=job.runs + 1)
-        return _run(job)
+        companions = _claim_companions(job)
+        return _run(job, companions)
     finally:
+        for companion in companions:
+            locks.session_unlock(f"deletion:{companion.pk}")
         locks.session_unlock(f"deletion:{job_id}")
+
+
+def _claim_companions(job: DeletionJob) -> list[DeletionJob]:
+    """The subject's other single-record jobs waiting in the queue, claimed like the job itself (their lock, then
+    a conditional update): their own task, when it comes, finds them completed (or busy) and leaves. A job
+    waiting for an automatic retry waits for it."""
+    if job.kind != DeletionJob.Kind.MEMORY or BATCH <= 1:
+        return []
+    waiting = list(DeletionJob.objects.filter(
+        tenant_id=job.tenant_id, subject_hash=job.subject_hash, kind=DeletionJob.Kind.MEMORY,
+        status=DeletionJob.Status.PENDING, retry_at__isnull=True).exclude(pk=job.pk)
+        .order_by("created_at", "pk").values_list("pk", flat=True)[:BATCH - 1])
+    claimed = []
+    for pk in waiting:
+        if not locks.try_session_lock(f"deletion:{pk}"):
+            continue
+        if DeletionJob.objects.filter(pk=pk, status=DeletionJob.Status.PENDING, retry_at__isnull=True).update(
+                status=DeletionJob.Status.RUNNING, runs=F("runs") + 1, updated_at=timezone.now()):
+            claimed.append(pk)
+        else:
+            locks.session_unlock(f"deletion:{pk}")
+    return list(DeletionJob.objects.filter(pk__in=claimed).order_by("created_at", "pk"))
 
 
 def _subject_external_id(job: DeletionJob) -> str:
@@ -380,40 +479,66 @@ def _subject_external_id(job: DeletionJob) -> str:
     return subject.external_id if subject else ""
 
 
-def _run(job: DeletionJob) -> str:
-    job.plan["_subject_external_id"] = _subject_external_id(job)
-    target = target_of(job)
-    del job.plan["_subject_external_id"]
+def _combined(targets: list[registry.DeletionTarget]) -> registry.DeletionTarget:
+    """One target for jobs of one subject: every record, event and marker of each. The earliest request decides
+    what counts as said again afterwards."""
+    first = targets[0]
+    if len(targets) == 1:
+        return first
+
+    def union(values: Any) -> tuple[Any, ...]:
+        return tuple(dict.fromkeys(v for vs in values for v in vs))
+
+    asked = [t.requested_at for t in targets if t.requested_at is not None]
+    return registry.DeletionTarget(
+        tenant_id=first.tenant_id, subject_id=first.subject_id, subject_external_id=first.subject_external_id,
+        memory_ids=union(t.memory_ids for t in targets), event_ids=union(t.event_ids for t in targets),
+        markers=union(t.markers for t in targets), requested_at=min(asked) if asked else None)
+
+
+def _run(job: DeletionJob, companions: list[DeletionJob] | None = None) -> str:
+    group = [job, *(companions or [])]
+    external_id = _subject_external_id(job)
+    targets = []
+    for member in group:
+        member.plan["_subject_external_id"] = external_id
+        targets.append(target_of(member))
+        del member.plan["_subject_external_id"]
+    target = _combined(targets)
     steps = {s.name: s for s in job.steps.all()}
     actions: list[tuple[str, Any]] = [(s.name, s.purge) for s in registry.surfaces()]
     actions.append((VERIFICATION, _verify))
+    others = [m.pk for m in group[1:]]
     for position, (name, action) in enumerate(actions):
         step = steps.get(name) or DeletionStep.objects.get_or_create(
             job=job, name=name, defaults={"position": position, "tenant_id": job.tenant_id})[0]
-        if step.status == DeletionStep.Status.DONE:
+        # A batch runs every step for all its jobs (each purge is idempotent), whatever one of them had done.
+        if step.status == DeletionStep.Status.DONE and not others:
             continue
-        if not _run_step(job, step, action, target):
+        done = _run_step(job, step, action, target)
+        if others:  # every job of the batch shows the step as it went
+            row = DeletionStep.objects.filter(pk=step.pk).values("status", "rows", "last_error", "duration_ms").get()
+            DeletionStep.objects.filter(job_id__in=others, name=name).update(attempts=F("attempts") + 1, **row)
+        if not done:
             reason = f"step '{name}' failed after {step.attempts} attempts: {step.last_error}"
-            with transaction.atomic():
-                DeletionJob.objects.filter(pk=job.pk).update(status=DeletionJob.Status.FAILED, reason=reason[:500])
-                audit(actor="system:deletion", action="deletion.failed", object_type="deletion", object_id=job.pk,
-                      tenant_id=job.tenant_id, data={"step": name, "attempts": step.attempts})
-            metrics.deletion_finished(status=DeletionJob.Status.FAILED)
-            return DeletionJob.Status.FAILED
+            for member in group[1:]:
+                _failed(member, name, step.attempts, reason)
+            return _failed(job, name, step.attempts, reason)
     get_embedder().clear_query_cache()  # the verification's own queries (the deleted words) go too
     completed_at = timezone.now()
     with transaction.atomic():
-        DeletionJob.objects.filter(pk=job.pk).update(status=DeletionJob.Status.COMPLETED, reason="",
-                                                     markers_sealed="", completed_at=completed_at)
-        audit(actor="system:deletion", action="deletion.completed", object_type="deletion", object_id=job.pk,
-              tenant_id=job.tenant_id, data={"steps": [n for n, _ in actions]})
+        DeletionJob.objects.filter(pk__in=[m.pk for m in group]).update(
+            status=DeletionJob.Status.COMPLETED, reason="", markers_sealed="", completed_at=completed_at,
+            retry_at=None)
+        for member in group:
+            audit(actor="system:deletion", action="deletion.completed", object_type="deletion", object_id=member.pk,
+                  tenant_id=member.tenant_id, data={"steps": [n for n, _ in actions], "batch": job.pk})
     # From the request to the verified end: what a person asking for the deletion waits (retries included).
-    metrics.deletion_finished(status=DeletionJob.Status.COMPLETED, requested_at=job.created_at,
-                              finished_at=completed_at)
+    for member in group:
+        metrics.deletion_finished(status=DeletionJob.Status.COMPLETED, requested_at=member.created_at,
+                                  finished_at=completed_at)
     return DeletionJob.Status.COMPLETED
 
 
-
-
-__all__ = ["memory_delete", "subject_erase", "deletion_run", "retention_delete", "thread_clear_job",
-           "owner_scope"]
+__all__ = ["memory_delete", "subject_erase", "deletion_run", "deletion_retry", "retention_delete",
+           "thread_clear_job", "owner_scope"]

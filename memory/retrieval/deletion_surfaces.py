@@ -1,4 +1,4 @@
-"""Deletion reaches the retrieval area: logs quote candidates' text and the caller's query, context windows
+"""Deletion reaches the retrieval area: logs may quote the caller's query and provider entries' text, context windows
 (RecordContext) hold the lexemes and the embedding of the deleted records' words, and a large subject's term
 statistics (TermCount) count its words."""
 
@@ -16,44 +16,74 @@ from memory.retrieval.subject_index import delete_statistics, queue_maintenance,
 from memory.search import TEXT_SEARCH_CONFIG
 
 
-def _quotes(entry: dict[str, Any], target: DeletionTarget) -> bool:
-    if entry.get("memory_id") in target.memory_ids:
-        return True
-    text = (entry.get("text") or "").casefold()
-    return any(m and m.casefold() in text for m in target.markers)
+def _phrases(target: DeletionTarget) -> tuple[str, dict[str, str]]:
+    """One tsquery matching any marker's words in order (the english configuration, as records are searched),
+    as SQL text and its parameters. A log quotes a marker when its query, or one of its provider entries' text,
+    matches: the purge blanks exactly those parts and the check looks for exactly those parts, so what the
+    purge leaves the check never counts."""
+    markers = [m for m in target.markers if m and m.strip()]
+    sql = " || ".join(f"phraseto_tsquery(%(config)s::regconfig, %(m{i})s)" for i in range(len(markers)))
+    return f"({sql})", {f"m{i}": m for i, m in enumerate(markers)}
+
+
+# Both statements find the subject's logs through the GIN index on ``quotes`` (migration 0005): their cost is the
+# number of logs that quote the words, not the number of logs the subject has.
+_PURGE_QUOTING_LOGS = """
+UPDATE retrieval_retrievallog l
+SET query = CASE WHEN to_tsvector(%(config)s::regconfig, l.query) @@ {q} THEN '' ELSE l.query END,
+    candidates = (SELECT coalesce(jsonb_agg(e ORDER BY n), '[]'::jsonb)
+                  FROM jsonb_array_elements(l.candidates) WITH ORDINALITY AS t(e, n)
+                  WHERE NOT (e ? 'text' AND to_tsvector(%(config)s::regconfig, coalesce(e->>'text', '')) @@ {q}))
+WHERE l.tenant_id = %(tenant)s AND l.subject_id = %(subject)s AND l.quotes @@ {q}
+"""
+
+_QUOTING_LOGS = """
+SELECT l.id FROM retrieval_retrievallog l
+WHERE l.tenant_id = %(tenant)s AND l.subject_id = %(subject)s AND l.quotes @@ {q}
+  AND (to_tsvector(%(config)s::regconfig, l.query) @@ {q}
+       OR EXISTS (SELECT 1 FROM jsonb_array_elements(l.candidates) e
+                  WHERE e ? 'text' AND to_tsvector(%(config)s::regconfig, coalesce(e->>'text', '')) @@ {q}))
+LIMIT 20
+"""
+
+
+def _statement(template: str, target: DeletionTarget) -> tuple[str, dict[str, Any]]:
+    q, params = _phrases(target)
+    return template.format(q=q), {**params, "config": TEXT_SEARCH_CONFIG, "tenant": target.tenant_id,
+                                  "subject": target.subject_id}
 
 
 @purge_surface("retrieval_logs", order=30)
 @transaction.atomic
 def purge_retrieval_logs(target: DeletionTarget) -> int:
-    """Whole subject: delete its logs. One record: drop the entries quoting it, blank a quoting query."""
+    """Whole subject: delete its logs. One record: blank a query that quotes its words and drop the provider
+    entries that do, in one indexed statement. Logs that only name the record by id keep the id (an id is not
+    content; their readers see the record as deleted)."""
     logs = RetrievalLog.objects.filter(tenant_id=target.tenant_id, subject_id=target.subject_id)
     if target.whole_subject:
         deleted, _ = logs.delete()
         return deleted
-    touched = []
-    for log in logs.select_for_update().only("id", "query", "candidates"):
-        kept = [e for e in log.candidates if not _quotes(e, target)]
-        query_quotes = any(m and m.casefold() in log.query.casefold() for m in target.markers)
-        if len(kept) != len(log.candidates) or query_quotes:
-            log.candidates = kept
-            if query_quotes:
-                log.query = ""
-            touched.append(log)
-    RetrievalLog.objects.bulk_update(touched, ["candidates", "query"])
-    return len(touched)
+    if not any(m.strip() for m in target.markers):
+        return 0
+    sql, params = _statement(_PURGE_QUOTING_LOGS, target)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return int(cursor.rowcount)
 
 
 @read_check("retrieval_logs")
 def check_retrieval_logs(target: DeletionTarget) -> list[str]:
-    """Where a marker (or a deleted record's id) still shows in the subject's logs."""
-    found = []
-    for log in RetrievalLog.objects.filter(tenant_id=target.tenant_id, subject_id=target.subject_id).only(
-            "id", "query", "candidates"):
-        if any(_quotes(e, target) for e in log.candidates) or any(
-                m and m.casefold() in log.query.casefold() for m in target.markers):
-            found.append(f"retrieval log {log.pk}")
-    return found
+    """The subject's logs whose query or provider entries still quote a marker (one indexed query); for an
+    erasure, any log of the subject."""
+    if target.whole_subject:
+        return [f"retrieval log {pk}" for pk in RetrievalLog.objects.filter(
+            tenant_id=target.tenant_id, subject_id=target.subject_id).values_list("pk", flat=True)[:20]]
+    if not any(m.strip() for m in target.markers):
+        return []
+    sql, params = _statement(_QUOTING_LOGS, target)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [f"retrieval log {pk}" for (pk,) in cursor.fetchall()]
 
 
 def _windows(target: DeletionTarget) -> Any:

@@ -1,8 +1,11 @@
 """The retrieval log: what one retrieve call considered, kept, and dropped, and why.
 
-A log quotes memory content (the candidates' text), so it belongs to the principal's subject, is
-purged by deletion (memory/retrieval/deletion_surfaces.py) and expires with the shortest
-retention of the memory classes it mentions.
+A log names memory records by id, rank, score and reason, never by their text (readers are shown the
+record's own text while it exists, "deleted" after), and never names a record that was already deleted
+when the retrieve ran. What it can quote is the caller's query and the text of provider entries
+(summaries, knowledge); the database keeps their lexemes in the GIN-indexed ``quotes`` column
+(migration 0005), which deletion searches (memory/retrieval/deletion_surfaces.py). A log belongs to the
+principal's subject and expires with the shortest retention of the memory classes it names.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ class RetrievalLog(models.Model):
     query = models.TextField()
     # The request after validation and scope narrowing (namespaces, kinds, include, budget, limit).
     request = models.JSONField(default=dict)
-    # One entry per candidate: {source, id, memory_id?, text, ranks, similarity, score, selected, reason}.
+    # One entry per candidate: {source, id, memory_id?, ranks, similarity, score, selected, reason}; provider
+    # entries (no memory_id) also keep their text.
     candidates = models.JSONField(default=list)
     budget = models.JSONField(default=dict)
     dropped = models.JSONField(default=dict)

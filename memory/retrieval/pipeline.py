@@ -126,16 +126,18 @@ def _memory_candidates(scope: Scope, request: RetrieveRequest, filters: legs.Fil
     for row in found.excluded:
         reason = row["reason"]
         dropped[reason] = dropped.get(reason, 0) + 1
-        entry = {"source": MEMORY, "id": row["id"], "memory_id": row["id"], "namespace": to_list(row["namespace"]),
-                 "kind": row["kind"], "status": row["status"], "selected": False, "reason": reason,
-                 "similarity": None if row["near"] is None else round(1.0 - float(row["near"]), 4)}
-        if reason != "deleted":  # a deleted record's content is gone and stays gone
-            entry["text"] = row["text"]
-            # The log quotes this record too, so its class's retention bounds the log's.
-            span = _shortest_seconds(row["max_retention_s"], row["default_ttl_s"])
-            if span is not None:
-                retention.append(span)
-        log.append(entry)
+        if reason == "deleted":
+            # Counted, never written: a deletion in progress must not find a log written after its purge that
+            # names the record, and a log has nothing to say about a record that is gone.
+            continue
+        log.append({"source": MEMORY, "id": row["id"], "memory_id": row["id"], "namespace": to_list(row["namespace"]),
+                    "kind": row["kind"], "status": row["status"], "selected": False, "reason": reason,
+                    "similarity": None if row["near"] is None else round(1.0 - float(row["near"]), 4)})
+        # The log names this record too (its text is shown from the record), so its class's retention bounds
+        # the log's.
+        span = _shortest_seconds(row["max_retention_s"], row["default_ttl_s"])
+        if span is not None:
+            retention.append(span)
     return [_memory_item(c) for c in found.candidates]
 
 
@@ -258,7 +260,9 @@ def _packet(item: Ranked) -> dict[str, Any]:
 
 
 def _log_entry(item: Ranked) -> dict[str, Any]:
-    entry: dict[str, Any] = {"source": item.source, "id": item.item_id, "text": item.text,
+    # A memory entry keeps no text: readers of the log see the record's text while the record exists
+    # (memory/retrieval/selectors.py ``with_record_texts``), so a log never holds a copy of a record.
+    entry: dict[str, Any] = {"source": item.source, "id": item.item_id,
                              "lexical_rank": item.lexical_rank, "semantic_rank": item.semantic_rank,
                              "similarity": None if item.similarity is None else round(item.similarity, 4),
                              "lexical": None if item.lexical is None else round(item.lexical, 4),
@@ -270,6 +274,7 @@ def _log_entry(item: Ranked) -> dict[str, Any]:
         entry["namespace"] = to_list(item.extra["namespace"])
         entry["status"] = item.packet["status"]
     else:
+        entry["text"] = item.text
         entry["grant"] = item.extra.get("grant")  # who may see the entry (memory/retrieval/selectors.py)
     return entry
 

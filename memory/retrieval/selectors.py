@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from memory.content import unseal
 from memory.errors import Conflict as ConflictError
 from memory.errors import NotFound
-from memory.models import Confidence, Conflict, MemoryRecord
+from memory.models import Confidence, Conflict, MemoryRecord, RecordStatus
 from memory.policy.classes import readable_by
 from memory.policy.precedence import rank
 from memory.retrieval.models import RetrievalLog
@@ -27,9 +28,11 @@ def retrieval_log_get(*, scope: Scope, retrieval_id: str) -> RetrievalLog:
 
 
 def visible_log(scope: Scope, log: RetrievalLog) -> RetrievalLog:
-    """The log as ``scope`` may see it (not saved): see ``visible_log_fields``."""
+    """The log as ``scope`` may see it (not saved): see ``visible_log_fields``; memory entries carry the text
+    of their record as it reads now (``with_record_texts``)."""
     shown = visible_log_fields(scope, {"query": log.query, "request": log.request, "candidates": log.candidates})
-    log.query, log.request, log.candidates = shown["query"], shown["request"], shown["candidates"]
+    log.query, log.request = shown["query"], shown["request"]
+    log.candidates = with_record_texts(tenant_id=log.tenant_id, candidates=shown["candidates"])
     if scope.reader_role != "agent":
         log.candidates = _masked_for_reader(scope, log.candidates)
     return log
@@ -57,6 +60,39 @@ def _masked_for_reader(scope: Scope, candidates: list[dict[str, Any]]) -> list[d
             entry["authority"] = record.source_type
         shown.append(entry)
     return shown
+
+
+def with_record_texts(*, tenant_id: int, candidates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A log's entries with each memory entry's ``text`` read from its record, in one query.
+
+    A log keeps ids, ranks, scores and reasons of memory candidates, never their text: the text shown is the
+    record's own while it exists, and a deleted record's entry says ``"deleted": true`` with no text. So
+    deleting a record needs nothing from the logs that merely ranked it (memory/retrieval/deletion_surfaces.py).
+    """
+    return logs_with_record_texts(tenant_id=tenant_id, logs=[candidates])[0]
+
+
+def logs_with_record_texts(*, tenant_id: int, logs: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]:
+    """``with_record_texts`` for many logs' entries, in one query."""
+    ids = {str(e["memory_id"]) for entries in logs for e in entries or [] if isinstance(e, dict) and e.get("memory_id")}
+    texts: dict[str, str] = {}
+    if ids:
+        texts = {r.pk: unseal(r)[1] for r in MemoryRecord.objects.filter(pk__in=ids, tenant_id=tenant_id).exclude(
+            status=RecordStatus.DELETED).only("id", "fact", "text")}
+    shown_logs = []
+    for entries in logs:
+        shown = []
+        for entry in entries or []:
+            memory_id = entry.get("memory_id") if isinstance(entry, dict) else None
+            if memory_id:
+                entry = {k: v for k, v in entry.items() if k != "text"}
+                if memory_id in texts:
+                    entry["text"] = texts[memory_id]
+                else:
+                    entry["deleted"] = True
+            shown.append(entry)
+        shown_logs.append(shown)
+    return shown_logs
 
 
 def visible_log_fields(scope: Scope, fields: dict[str, Any]) -> dict[str, Any]:

@@ -78,8 +78,8 @@ def test_a_quoted_superseded_record_bounds_the_logs_retention_too(agent, tenant,
 
     body = retrieve(agent, "Lisbon trip in May")
 
-    log = RetrievalLog.objects.get(pk=body["retrieval_id"])
-    assert [c["text"] for c in log.candidates if c["reason"] == "superseded"] == ["Flew to Lisbon in May"]
+    shown = agent.get(f"/api/v1/retrievals/{body['retrieval_id']}").json()
+    assert [c["text"] for c in shown["candidates"] if c["reason"] == "superseded"] == ["Flew to Lisbon in May"]
     assert _lifetime(body["retrieval_id"]) <= dt.timedelta(days=2)
 
 
@@ -95,21 +95,51 @@ def test_purge_expired_deletes_logs_past_their_retention_only(agent, logged):
     assert list(RetrievalLog.objects.values_list("pk", flat=True)) == [fresh]
 
 
-def test_deletion_purges_entries_quoting_a_deleted_record(agent, logged):
+def test_a_log_keeps_no_copy_of_a_records_text(agent, logged):
     memory_id, retrieval_id = logged
+
+    log = RetrievalLog.objects.get(pk=retrieval_id)
+
+    assert any(c.get("memory_id") == memory_id for c in log.candidates)
+    assert all("text" not in c for c in log.candidates if c.get("memory_id"))
+    shown = agent.get(f"/api/v1/retrievals/{retrieval_id}").json()["candidates"]
+    assert {c["memory_id"]: c["text"] for c in shown}[memory_id] == "Prefers aisle seats"
+
+
+def test_a_deleted_record_reads_deleted_in_the_logs_and_is_never_written_into_a_new_one(agent, logged):
+    memory_id, retrieval_id = logged
+    assert agent.delete(f"/api/v1/memories/{memory_id}").status_code == 202
+
+    shown = agent.get(f"/api/v1/retrievals/{retrieval_id}").json()["candidates"]
+    entry = next(c for c in shown if c.get("memory_id") == memory_id)
+    assert entry["deleted"] is True and "text" not in entry
+
+    body = retrieve(agent, "aisle seats")
+    assert body["dropped"].get("deleted") == 1
+    assert all(c.get("memory_id") != memory_id for c in RetrievalLog.objects.get(pk=body["retrieval_id"]).candidates)
+
+
+def test_deletion_blanks_a_query_quoting_a_deleted_record_with_one_indexed_statement(agent, logged):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    memory_id, retrieval_id = logged
+    quoting = retrieve(agent, "does the user prefer aisle seats on trains?")["retrieval_id"]
     target = DeletionTarget(tenant_id=agent.tenant.pk, subject_id=agent.subject.pk,
-                            subject_external_id="usr_owner", memory_ids=(memory_id,), markers=("Prefers aisle seats",))
+                            subject_external_id="usr_owner", memory_ids=(memory_id,), markers=("Prefers aisle seats",
+                                                                                              "aisle seats"))
     check = read_checks()["retrieval_logs"]
-    assert check(target) == [f"retrieval log {retrieval_id}"]
+    assert sorted(check(target)) == sorted([f"retrieval log {retrieval_id}", f"retrieval log {quoting}"])
 
     purge = next(s for s in surfaces() if s.name == "retrieval_logs").purge
-    assert purge(target) == 1
+    with CaptureQueriesContext(connection) as queries:
+        assert purge(target) == 2
+    assert len([q for q in queries.captured_queries if "retrieval_retrievallog" in q["sql"]]) == 1
     assert purge(target) == 0  # idempotent
-
     assert check(target) == []
-    log = RetrievalLog.objects.get(pk=retrieval_id)
-    assert all(c.get("memory_id") != memory_id for c in log.candidates)
-    assert any("Lisbon" in (c.get("text") or "") for c in log.candidates)
+
+    log = RetrievalLog.objects.get(pk=quoting)
+    assert log.query == "" and any(c.get("memory_id") == memory_id for c in log.candidates)
 
 
 def test_subject_erasure_deletes_the_subjects_logs_only(agent, outsider, logged, remember):

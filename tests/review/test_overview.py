@@ -136,3 +136,45 @@ def test_navigation_shows_only_what_the_person_may_use(client, rita, alice):
     client.force_login(rita)
     nav = client.get("/review/").content.decode().split('<nav aria-label="Main">')[1].split("</nav>")[0]
     assert "My memories" not in nav and "Review" in nav and "Procedures" in nav and "Overview" in nav
+
+
+def test_a_failed_deletion_is_counted_shown_and_retried_from_its_page(client, rita, gus, known_state):
+    from memory.deletion.models import DeletionJob
+
+    job = DeletionJob.objects.get(tenant__slug="acme", status="pending")
+    DeletionJob.objects.filter(pk=job.pk).update(status="failed", reason="step 'x' failed after 3 attempts: down")
+    client.force_login(rita)
+    assert listed(client.get("/review/overview/").content.decode(), "acme", "deletions", "status", "failed") == 1
+    page = client.get(f"/review/overview/deletions/{job.pk}").content.decode()
+    assert 'id="retry"' in page and "failed after 3 attempts" in page
+
+    client.force_login(gus)  # reviews globex only
+    assert client.post(f"/review/overview/deletions/{job.pk}/retry").status_code == 404
+    assert client.get(f"/review/overview/deletions/{job.pk}/retry").status_code in (404, 405)
+
+    client.force_login(rita)
+    response = client.post(f"/review/overview/deletions/{job.pk}/retry")
+
+    assert response.status_code == 302 and response["Location"] == f"/review/overview/deletions/{job.pk}"
+    job.refresh_from_db()
+    assert job.status == "pending" and job.retry_at is None
+    assert AuditEntry.objects.filter(action="deletion.retried", object_id=job.pk, actor=f"user:{rita.pk}").exists()
+    assert 'id="retry"' not in client.get(f"/review/overview/deletions/{job.pk}").content.decode()
+
+
+def test_a_job_waiting_for_its_automatic_retry_is_its_own_figure(client, rita, known_state):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memory.deletion.models import DeletionJob
+
+    DeletionJob.objects.filter(tenant__slug="acme", status="pending").update(
+        retry_at=timezone.now() + timedelta(minutes=1), retries=1, reason="step 'verification' failed")
+    client.force_login(rita)
+
+    html = client.get("/review/overview/").content.decode()
+
+    assert listed(html, "acme", "deletions", "status", "retrying") == 1
+    listing = client.get("/review/overview/deletions/?tenant=acme&status=retrying").content.decode()
+    assert listing.count('<tr class="job"') == 1 and "next" in listing

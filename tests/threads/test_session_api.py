@@ -167,7 +167,8 @@ def test_clear_blanks_the_events_at_once_and_a_job_finishes_and_verifies(agent, 
     job = agent.get(body["status_url"]).json()
     assert job["kind"] == "thread" and {s["name"] for s in job["steps"]} >= {"thread_retrieval_logs", "verification"}
     # Only the agent's own retrieval query still says it: that is the caller's question, not the thread.
-    assert tables_containing(MARKER) == ["retrieval_retrievallog.query"]
+    # (``quotes`` is the database's index column of that query's words.)
+    assert sorted(tables_containing(MARKER)) == ["retrieval_retrievallog.query", "retrieval_retrievallog.quotes"]
     assert agent.delete(f"/api/v1/threads/{thread_id}/events").json()["deletion_id"] == body["deletion_id"]
 
     assert append(agent, thread_id, "a new conversation").json()["seq"] == 3
