@@ -13,6 +13,7 @@ from django.db import connection
 
 from memory.backup import EXCLUDED_TABLE_DATA
 from memory.deletion.models import DeletionJob
+from memory.identity.access import reviewer_of
 from memory.identity.services import user_create
 from memory.models import MemoryRecord, Tombstone
 from memory.retrieval.embedding import embed_record_ids
@@ -78,7 +79,7 @@ def test_it_serves_the_same_retrieval_after_a_restore_with_every_row_back(agent:
         source={"type": "model_inferred", "event_id": "evt_guess", "text": "user skipped the cheese"}),
     ).status_code == 202
     reviewer = user_create(tenant=tenant, username="rita", password="pw-rita", reviewer=True)
-    procedure_publish(tenant=tenant, name="booking", body="Book economy.", reviewer=reviewer)
+    procedure_publish(tenant=tenant, name="booking", body="Book economy.", reviewer=reviewer_of(reviewer))
     before = _packets(agent, "which seat on a long flight")
     assert before and before[0][1]
     digests = _table_digests()
