@@ -67,6 +67,8 @@ class ExportOut(serializers.Serializer):
     retrieval logs are their tables' rows; a table added later appears as its own section."""
 
     subject_id = serializers.CharField()
+    display_name = serializers.CharField(required=False, allow_blank=True,
+                                         help_text="What people's pages call the subject (\"\": unnamed).")
     exported_at = serializers.DateTimeField()
     records = ExportRecordOut(many=True)
     candidates = serializers.ListField(child=serializers.DictField())

@@ -10,7 +10,9 @@ from __future__ import annotations
 from django.db import connection
 
 TEXTUAL = ["text", "character varying", "json", "jsonb", "tsvector", "ARRAY"]
-CALLER_INPUT = {("retrieval_retrievallog", "query")}
+# The log's ``quotes`` is derived by the database from ``query`` and the ``candidates`` texts: the second is
+# scanned itself, the first is the caller's own words.
+CALLER_INPUT = {("retrieval_retrievallog", "query"), ("retrieval_retrievallog", "quotes")}
 
 
 def marker_counts(needle: str) -> dict[str, int]:

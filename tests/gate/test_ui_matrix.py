@@ -93,6 +93,7 @@ EXPECTED: dict[tuple[str, str], dict[str, tuple[int, bool | None]]] = {
     (OV, "GET"): operators(200, 200),
     (OV + "deletions/", "GET"): operators(200, 200),
     (OV + "deletions/<str:deletion_id>", "GET"): operators(200, 404),  # gus: not a job of his tenant
+    (OV + "deletions/<str:deletion_id>/retry", "POST"): operators(302, 404),  # a completed job stays as it is
     (OV + "refusals/", "GET"): operators(200, 200),
     (OV + "embeddings/", "GET"): operators(200, 200),
     (OV + "worker/", "GET"): operators(200, 200),

@@ -88,7 +88,7 @@ def test_it_serves_the_same_retrieval_after_a_restore_with_every_row_back(agent:
     call_command("backup", "--output", str(archive), "--no-progress")
     # Written after the backup: gone after the restore.
     later = _remember(agent, "field_later", "window", "Prefers window seats on long flights", "evt_later")
-    call_command("restore", str(archive), "--no-journal", "--no-safety-backup", "--no-progress")
+    call_command("restore", str(archive), "--no-journal", "--no-safety-backup", "--no-progress", "--disconnect")
 
     assert not MemoryRecord.objects.filter(pk=later).exists()
     restored = _table_digests()
@@ -115,7 +115,7 @@ def test_it_reapplies_a_deletion_requested_after_the_backup_from_the_journal(age
     assert len(journal) == 1 and len(journal[0].read_text().splitlines()) == 2
     assert MARKER not in journal[0].read_text()  # ids and keyed hashes only
 
-    call_command("restore", str(archive), "--no-safety-backup", "--no-progress")
+    call_command("restore", str(archive), "--no-safety-backup", "--no-progress", "--disconnect")
 
     job = DeletionJob.objects.get(pk=late_job)  # the id the client was given resolves again
     assert job.status == DeletionJob.Status.COMPLETED and job.markers_sealed == ""
@@ -140,7 +140,7 @@ def test_it_refuses_to_restore_without_a_deletion_journal(agent: Any, tmp_path: 
     call_command("backup", "--output", str(archive), "--no-progress")
 
     with pytest.raises(CommandError, match="deletion journal"):
-        call_command("restore", str(archive), "--no-safety-backup", "--no-progress")
+        call_command("restore", str(archive), "--no-safety-backup", "--no-progress", "--disconnect")
     assert MemoryRecord.objects.count() == 1
 
 
@@ -156,7 +156,7 @@ def test_it_reapplies_an_erasure_and_a_deleted_thread_event_after_the_restore(ag
     erasure = outsider.delete("/api/v1/subject").json()["deletion_id"]
     assert run_job(erasure) == "completed"
 
-    call_command("restore", str(archive), "--no-safety-backup", "--no-progress")
+    call_command("restore", str(archive), "--no-safety-backup", "--no-progress", "--disconnect")
 
     assert tables_containing(MARKER) == []
     events = agent.get(f"/api/v1/threads/{thread_id}/events").json()

@@ -143,6 +143,7 @@ def test_a_deletion_and_its_task_are_counted(client, agent, sync_tasks, django_c
 
 def test_a_deletion_that_fails_is_counted_as_failed(client, agent, settings):
     settings.ENGRAM_DELETION_RETRY_BASE_SECONDS = 0.01
+    settings.ENGRAM_DELETION_JOB_RETRIES = 0  # fail now, not after the automatic retries
 
     def unreachable(target: Any) -> None:
         raise RuntimeError("search cluster unreachable")

@@ -24,6 +24,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from memory.consolidation import consolidate
 from memory.deletion.models import DeletionJob
 from memory.deletion.services import deletion_run, memory_delete
+from memory.identity.access import reviewer_of
 from memory.identity.services import (
     agent_key_create,
     subject_display_name_set,
@@ -134,8 +135,8 @@ class Command(BaseCommand):
     def _procedure(self, tenant: Tenant, reviewer: Any, scope: Scope) -> None:
         procedure = Procedure.objects.filter(tenant=tenant, name="refunds").first()
         if procedure is None:
-            procedure = procedure_publish(tenant=tenant, name="refunds", body=REFUNDS_V1, reviewer=reviewer,
-                                          change_summary="First version").procedure
+            procedure = procedure_publish(tenant=tenant, name="refunds", body=REFUNDS_V1,
+                                          reviewer=reviewer_of(reviewer), change_summary="First version").procedure
         if not ChangeProposal.objects.filter(procedure=procedure).exists():
             proposal_create(procedure=procedure, body=REFUNDS_PROPOSED, scope=scope,
                             rationale="Customers asked twice this week when they would hear back.")
