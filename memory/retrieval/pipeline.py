@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.utils import timezone
 
 from memory.content import unseal_parts
@@ -24,7 +25,7 @@ from memory.namespaces import intersect_prefixes, to_list
 from memory.normalise import normalise_text, normalise_value
 from memory.policy.injection import content_flags
 from memory.retrieval import candidates as legs
-from memory.retrieval.ranking import MIN_SIMILARITY, Ranked, below_threshold, score
+from memory.retrieval.ranking import MIN_SIMILARITY, Ranked, below_threshold, classify, score
 from memory.retrieval.services import retrieval_log_record
 from memory.retrieval.sources import RetrievalQuery, SourceItem, provider
 from memory.scope import READ, Scope
@@ -63,7 +64,8 @@ class RetrieveResult:
 
 def _pool_size(limit: int) -> int:
     # Each leg fetches more than `limit` so fusion has something to reorder and the budget can skip.
-    return min(max(4 * limit, 40), 400)
+    tuning = settings.ENGRAM_RECALL
+    return min(max(int(tuning["pool_factor"]) * limit, int(tuning["pool_min"])), 400)
 
 
 def _as_list(value: Any, name: str) -> list[str] | None:
@@ -189,6 +191,7 @@ def memory_retrieve(*, scope: Scope, request: RetrieveRequest) -> RetrieveResult
     now = timezone.now()
     for item in items:
         score(item, now)
+    classify(items)
     items.sort(key=lambda i: (-i.score, i.item_id))
     packets, used = _select(items, request, embedder, dropped)
     timings["total"] = _ms(started)
@@ -239,6 +242,7 @@ def _packet(item: Ranked) -> dict[str, Any]:
         packet["text"] = item.text
         packet["source_date"] = item.source_date.date().isoformat() if item.source_date else None
     packet["score"] = round(item.score, 4)
+    packet["match"] = item.match
     packet["tokens"] = item.tokens
     packet["content_role"] = "data"  # memory is data for the model, never instructions
     # Served as it was said, but marked when it reads like instructions aimed at the model.
@@ -252,6 +256,7 @@ def _log_entry(item: Ranked) -> dict[str, Any]:
                              "similarity": None if item.similarity is None else round(item.similarity, 4),
                              "lexical": None if item.lexical is None else round(item.lexical, 4),
                              "relevance": round(item.relevance, 4), "score": round(item.score, 4),
+                             "match": item.match,
                              "tokens": item.tokens or None, "selected": item.selected, "reason": item.reason,
                              "authority": item.authority}
     if item.source == MEMORY:
