@@ -316,7 +316,7 @@ ENGRAM_RECALL = {
     "w_lexical": env_float("ENGRAM_RECALL_W_LEXICAL", 0.6),
     "gate_similarity": env_float("ENGRAM_RECALL_GATE_SIMILARITY", 0.3),
     "lexical_knee": env_float("ENGRAM_RECALL_LEXICAL_KNEE", 0.5),
-    "line_fraction": env_float("ENGRAM_RECALL_LINE_FRACTION", 0.25),
+    "line_fraction": env_float("ENGRAM_RECALL_LINE_FRACTION", 0.5),
     "strong_similarity": env_float("ENGRAM_RECALL_STRONG_SIMILARITY", 0.5),
     "strong_lexical": env_float("ENGRAM_RECALL_STRONG_LEXICAL", 0.5),
     "pool_factor": env_int("ENGRAM_RECALL_POOL_FACTOR", 4),
