@@ -82,7 +82,7 @@ def parse() -> argparse.Namespace:
 # the shipped defaults). Small on purpose: every configuration costs one pass over the 1,536 questions.
 GRID: list[dict[str, Any]] = [
     {"name": "shipped", "env": {}},
-    {"name": "no knee (share counts fully)", "env": {"ENGRAM_RECALL_LEXICAL_KNEE": "0"}},
+    {"name": "no knee in small memories", "env": {"ENGRAM_RECALL_LEXICAL_KNEE": "0"}},
     {"name": "line 0.25", "env": {"ENGRAM_RECALL_LINE_FRACTION": "0.25"}},
 ]
 
@@ -246,8 +246,9 @@ def main() -> None:  # noqa: C901 - a linear script, step by step
             console.print(f"configuration {n + 1}/{len(grid)}: {config['name']} {config['env']}")
             runs.append({**config, **query_all(args, console, conversations, keys, slug, MemoryRecord,
                                                RetrievalLog)})
-            if n == 0 and args.paraphrase:
-                paraphrase = run_paraphrase(args, console)
+            if args.paraphrase:  # every configuration: the first one's goes in the table, all in the JSON
+                runs[-1]["paraphrase"] = run_paraphrase(args, console)
+                paraphrase = paraphrase or runs[-1]["paraphrase"]
     finally:
         stop(server)
     results = runs[0]
@@ -256,6 +257,9 @@ def main() -> None:  # noqa: C901 - a linear script, step by step
         results["folds"] = two_fold(runs, [c["sample_id"] for c in conversations])
     if paraphrase is not None:
         results["paraphrase"] = paraphrase
+        results["paraphrase_by_configuration"] = {
+            run["name"]: {k: run["paraphrase"]["engram"][k] for k in ("top1", "top3", "empty", "no_match_packets")}
+            for run in runs}
     report(args, console, Table, results)
 
 
@@ -433,7 +437,10 @@ def recall_table(Table: Any, results: dict[str, Any]) -> Any:
                               f"{held_out:.3f}", f"{held_in - held_out:+.3f}",
                               f"BM25 {folds['bm25'][f'recall@{k}'][name]:.3f}")
         for d in folds["directions"]:
-            table.add_row("LoCoMo", f"tuned on {d['tuned_on']}: chose", "", "", "", "", d["chosen"])
+            held_in, held_out = d["held_in"]["recall@10"]["overall"], d["held_out"]["recall@10"]["overall"]
+            table.add_row("LoCoMo", f"chosen on {d['tuned_on']}, r@10 on {d['tuned_on']} / on {d['reported_on']}",
+                          str(d["held_out"]["n"]["overall"]), f"{held_in:.3f}", f"{held_out:.3f}",
+                          f"{held_in - held_out:+.3f}", d["chosen"])
     para = results.get("paraphrase")
     if para:
         ours, alone, n = para["engram"], para["minilm_alone"], para["set"]["questions"]

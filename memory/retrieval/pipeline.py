@@ -175,6 +175,7 @@ def memory_retrieve(*, scope: Scope, request: RetrieveRequest) -> RetrieveResult
     log: list[dict[str, Any]] = []
     retention: list[float] = []  # retention (s) of the classes of the excluded records the log quotes
     items: list[Ranked] = []
+    memory_candidates = 0
     if MEMORY in request.include:
         namespaces = _narrowed(scope, request, log, dropped)
         if namespaces is None or namespaces:
@@ -182,6 +183,7 @@ def memory_retrieve(*, scope: Scope, request: RetrieveRequest) -> RetrieveResult
                                    fields=_as_list(request.filters.get("fields"), "fields"),
                                    source_types=_as_list(request.filters.get("source_types"), "source_types"))
             items.extend(_memory_candidates(scope, request, filters, vector, pool, dropped, log, retention))
+            memory_candidates = len(items)
     timings["memory"] = _ms(started) - timings["embed"]
     query = RetrievalQuery(text=request.query, vector=vector, limit=pool, filters=dict(request.filters))
     for name in request.include:
@@ -189,8 +191,11 @@ def memory_retrieve(*, scope: Scope, request: RetrieveRequest) -> RetrieveResult
         if name != MEMORY and fn is not None:
             items.extend(_provider_item(i) for i in fn(scope, query))
     now = timezone.now()
+    # Every embedded record of the scope is a candidate of the semantic leg, so fewer candidates than the pool means a
+    # memory of fewer records than that: too few for BM25's IDF to tell a common word from a rare one (ranking.py).
+    small_memory = 0 < memory_candidates < pool
     for item in items:
-        score(item, now)
+        score(item, now, small_memory=small_memory)
     classify(items)
     items.sort(key=lambda i: (-i.score, i.item_id))
     packets, used = _select(items, request, embedder, dropped)

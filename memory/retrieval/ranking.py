@@ -1,7 +1,7 @@
 """Fusion and reranking: relevance from both legs' absolute scores, then authority, confidence and recency.
 
     relevance = W_LEXICAL * evidence * gate + W_SEMANTIC * max(similarity, 0)    (in [0, 1])
-    evidence  = lexical * min(1, lexical / LEXICAL_KNEE)
+    evidence  = lexical * min(1, lexical / LEXICAL_KNEE) in a memory smaller than the pool, else lexical
     gate      = min(1, max(similarity, 0) / GATE_SIMILARITY), or 1 while the similarity is unknown
     score     = 0.75 * relevance + 0.10 * authority + 0.10 * confidence + 0.05 * recency
 
@@ -19,11 +19,14 @@ Other sources (summaries, procedures, knowledge) report ranks and a similarity; 
 taken from their lexical rank (PROVIDER_LEXICAL_TOP at rank 1, decaying like 1/(k + rank)), unless the
 provider reports its own ``lexical_score`` in [0, 1].
 
-*Evidence below the knee.* A record that carries only a small share of the question's information (one common word
-of several: "like" in "What kind of exercise does she like?" against "Likes hotels with a gym") has its lexical
-share scaled down in proportion (0.16 counts as 0.05 with the knee at 0.5), so one shared word no longer outweighs
-a clearly stronger semantic match; a record carrying at least LEXICAL_KNEE of the question counts fully. The SQL
-statement selects the candidate pool with the plain share; this rescoring orders the pool (several times ``limit``).
+*Evidence below the knee, in small memories.* In a memory smaller than the candidate pool, BM25's IDF cannot tell a
+common word from a rare one (every word is in one or two of a few dozen records), so a record that carries only a
+small share of the question's information (one common word of several: "like" in "What does she like doing to keep
+fit?" against "Likes hotels with a gym") has its lexical share scaled down in proportion (0.07 counts as 0.01 with
+the knee at 0.5): one shared word no longer outweighs a clearly stronger semantic match, and a record carrying at
+least LEXICAL_KNEE of the question counts fully. In larger memories IDF does its job and the share counts as it is:
+measured under the two-fold protocol, every knee lost LoCoMo recall on both halves (docs/retrieval.md). The SQL
+statement selects the candidate pool with the plain share; this rescoring orders the pool.
 
 *Strong, weak, or below the line* (``classify``): there is no absolute floor. A record is a **strong** match when the
 legs agree on it (it carries at least STRONG_LEXICAL of the question's information and is at least GATE_SIMILARITY
@@ -104,17 +107,17 @@ def lexical_share(item: Ranked) -> float:
     return PROVIDER_LEXICAL_TOP * rrf(item.lexical_rank) / rrf(1)
 
 
-def relevance(item: Ranked) -> float:
+def relevance(item: Ranked, knee: float = 0.0) -> float:
     similarity = max(item.similarity or 0.0, 0.0)
     # No similarity known (embedding pending, or a lexical-only source): nothing to gate the words by.
     gate = 1.0 if item.similarity is None else min(1.0, similarity / GATE_SIMILARITY)
-    return W_LEXICAL * lexical_evidence(item) * gate + W_SEMANTIC * similarity
+    return W_LEXICAL * lexical_evidence(item, knee) * gate + W_SEMANTIC * similarity
 
 
-def lexical_evidence(item: Ranked) -> float:
-    """The lexical share, scaled down below LEXICAL_KNEE: one common word of several is a hint, not evidence."""
+def lexical_evidence(item: Ranked, knee: float = 0.0) -> float:
+    """The lexical share, scaled down below ``knee``: one common word of several is a hint, not evidence."""
     share = lexical_share(item)
-    return share * min(1.0, share / LEXICAL_KNEE) if LEXICAL_KNEE > 0 else share
+    return share * min(1.0, share / knee) if knee > 0 else share
 
 
 def authority_weight(source_type: str) -> float:
@@ -130,8 +133,9 @@ def recency_weight(when: dt.datetime | None, now: dt.datetime) -> float:
     return float(0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS))
 
 
-def score(item: Ranked, now: dt.datetime) -> None:
-    item.relevance = relevance(item)
+def score(item: Ranked, now: dt.datetime, *, small_memory: bool = False) -> None:
+    """``small_memory``: the scope holds fewer records than the candidate pool (the knee applies; see above)."""
+    item.relevance = relevance(item, LEXICAL_KNEE if small_memory else 0.0)
     item.score = (W_RELEVANCE * item.relevance + W_AUTHORITY * authority_weight(item.authority)
                   + W_CONFIDENCE * (1.0 if item.confirmed else 0.3) + W_RECENCY * recency_weight(item.source_date, now))
 
