@@ -14,6 +14,14 @@ category and overall, a BM25 baseline on the same turns in the same run (Okapi, 
 alphanumeric tokens, a small stop list, no stemming), HTTP p50/p95, the query embedding's p50 (the server's
 own timing from each retrieval log), and cross-tenant hits (must be 0). Prints a table; writes JSON to
 bench/results/. Skips with a message when the data set is absent.
+
+Two-fold protocol (``--folds``, ``make bench-recall``): the conversations are split into two fixed halves (the
+first and the second half of the file's order). Every configuration of the grid (``--grid``: the tunable choices
+of ranking as ENGRAM_RECALL_* settings, docs/retrieval.md "Tunable choices") is run on all questions, the server
+restarted with its settings; the configuration with the best recall@10 on one half is reported on the other, both
+ways. The report prints held-in and held-out recall side by side per category, the gap, and BM25 on the same
+questions. ``--paraphrase`` also scores the everyday paraphrase set (bench/paraphrase.py) on the same server with
+the shipped settings, against exact MiniLM alone in the same run, in the same table.
 """
 
 from __future__ import annotations
@@ -38,7 +46,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from retrieval import http_call, load_average, open_database, pct, reset_database, wait_for_health  # noqa: E402
 
-DATASET = ROOT.parent / "shared" / "datasets" / "locomo" / "locomo10.json"
+# The shared data sets folder beside the checkout (or beside the folder of worktrees); never copied into the repository.
+DATASET = next((p for p in (ROOT.parent / "shared" / "datasets" / "locomo" / "locomo10.json",
+                            ROOT.parent.parent / "shared" / "datasets" / "locomo" / "locomo10.json") if p.exists()),
+               ROOT.parent / "shared" / "datasets" / "locomo" / "locomo10.json")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
 BATCH = 200
@@ -60,7 +71,20 @@ def parse() -> argparse.Namespace:
     p.add_argument("--budget", type=int, default=4000)
     p.add_argument("--conversations", type=int, default=None, help="only the first N conversations (quick checks)")
     p.add_argument("--label", default="", help="a name for this run in the JSON (e.g. the change measured)")
+    p.add_argument("--folds", action="store_true", help="two-fold protocol over the --grid of tunable choices")
+    p.add_argument("--grid", type=Path, default=None,
+                   help="YAML list of configurations ({name, env: {ENGRAM_RECALL_…: value}}); default: GRID")
+    p.add_argument("--paraphrase", action="store_true", help="also score bench/paraphrase_set.yaml (same server)")
     return p.parse_args()
+
+
+# The tunable choices the two-fold protocol chooses among (each a set of ENGRAM_RECALL_* settings; the first is
+# the shipped defaults). Small on purpose: every configuration costs one pass over the 1,536 questions.
+GRID: list[dict[str, Any]] = [
+    {"name": "shipped", "env": {}},
+    {"name": "no knee in small memories", "env": {"ENGRAM_RECALL_LEXICAL_KNEE": "0"}},
+    {"name": "line 0.25", "env": {"ENGRAM_RECALL_LINE_FRACTION": "0.25"}},
+]
 
 
 # --- the data set -----------------------------------------------------------------------------------------------
@@ -195,9 +219,10 @@ def main() -> None:  # noqa: C901 - a linear script, step by step
         token, _, _ = principal_token_mint(tenant=tenant, subject_external_id="user", ttl=86400)
         keys[c["sample_id"]] = {"Authorization": f"Bearer {raw}", "X-Engram-Principal": token}
 
-    env = {**os.environ, "ENGRAM_DB_NAME": args.database, "ENGRAM_LOG_LEVEL": "WARNING"}
-    server = subprocess.Popen([sys.executable, "manage.py", "serve", "--port", str(args.port)], cwd=ROOT, env=env,
-                              stdout=subprocess.DEVNULL, start_new_session=True)
+    grid = (yaml_list(args.grid) if args.grid else GRID) if args.folds else [{"name": "shipped", "env": {}}]
+    server = serve(args, grid[0]["env"])
+    runs: list[dict[str, Any]] = []
+    paraphrase: dict[str, Any] | None = None
     try:
         wait_for_health(args.port)
         ingest_seconds = None
@@ -213,12 +238,98 @@ def main() -> None:  # noqa: C901 - a linear script, step by step
                         status.update(f"ingesting {c['sample_id']} {start + BATCH}/{len(items)}")
             ingest_seconds = time.perf_counter() - started
         wait_for_derived(console, MemoryRecord, total_turns)
-        results = query_all(args, console, conversations, keys, slug, MemoryRecord, RetrievalLog)
+        for n, config in enumerate(grid):
+            if n:
+                stop(server)
+                server = serve(args, config["env"])
+                wait_for_health(args.port)
+            console.print(f"configuration {n + 1}/{len(grid)}: {config['name']} {config['env']}")
+            runs.append({**config, **query_all(args, console, conversations, keys, slug, MemoryRecord,
+                                               RetrievalLog)})
+            if args.paraphrase:  # every configuration: the first one's goes in the table, all in the JSON
+                runs[-1]["paraphrase"] = run_paraphrase(args, console)
+                paraphrase = paraphrase or runs[-1]["paraphrase"]
     finally:
-        os.killpg(server.pid, 15)
-        server.wait(timeout=60)
+        stop(server)
+    results = runs[0]
     results["ingest_seconds"] = round(ingest_seconds, 1) if ingest_seconds else None
+    if args.folds:
+        results["folds"] = two_fold(runs, [c["sample_id"] for c in conversations])
+    if paraphrase is not None:
+        results["paraphrase"] = paraphrase
+        results["paraphrase_by_configuration"] = {
+            run["name"]: {k: run["paraphrase"]["engram"][k] for k in ("top1", "top3", "empty", "no_match_packets")}
+            for run in runs}
     report(args, console, Table, results)
+
+
+def yaml_list(path: Path) -> list[dict[str, Any]]:
+    import yaml
+
+    return list(yaml.safe_load(path.read_text()))
+
+
+def serve(args: Any, settings_env: dict[str, str]) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "ENGRAM_DB_NAME": args.database, "ENGRAM_LOG_LEVEL": "WARNING",
+           **{k: str(v) for k, v in settings_env.items()}}
+    return subprocess.Popen([sys.executable, "manage.py", "serve", "--port", str(args.port)], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, start_new_session=True)
+
+
+def stop(server: subprocess.Popen[bytes]) -> None:
+    os.killpg(server.pid, 15)
+    server.wait(timeout=60)
+
+
+def two_fold(runs: list[dict[str, Any]], sample_ids: list[str]) -> dict[str, Any]:
+    """Choose the configuration on one half, report it on the other, both ways (fixed halves: file order)."""
+    half = len(sample_ids) // 2
+    folds = {"A": set(sample_ids[:half]), "B": set(sample_ids[half:])}
+    out: dict[str, Any] = {"halves": {k: sorted(v) for k, v in folds.items()}, "directions": []}
+    for tune, test in (("A", "B"), ("B", "A")):
+        scored = [(summarise([r for r in run["rows"] if r["sample_id"] in folds[tune]], "engram"), run)
+                  for run in runs]
+        best_in, chosen = max(scored, key=lambda pair: pair[0]["recall@10"]["overall"])
+        test_rows = [r for r in chosen["rows"] if r["sample_id"] in folds[test]]
+        out["directions"].append({
+            "tuned_on": tune, "reported_on": test, "chosen": chosen["name"], "env": chosen["env"],
+            "held_in": best_in, "held_out": summarise(test_rows, "engram"),
+            "bm25_held_out": summarise(test_rows, "bm25"),
+            "grid_on_tuning_half": {run["name"]: s["recall@10"]["overall"] for s, run in scored}})
+    # Both folds together: each question scored by the configuration chosen on the other half.
+    held_out_rows = [r for d in out["directions"] for run in runs if run["name"] == d["chosen"]
+                     for r in run["rows"] if r["sample_id"] in folds[d["reported_on"]]]
+    held_in_rows = [r for d in out["directions"] for run in runs if run["name"] == d["chosen"]
+                    for r in run["rows"] if r["sample_id"] in folds[d["tuned_on"]]]
+    out["held_out"] = summarise(held_out_rows, "engram")
+    out["held_in"] = summarise(held_in_rows, "engram")
+    out["bm25"] = summarise(held_out_rows, "bm25")
+    return out
+
+
+def run_paraphrase(args: Any, console: Any) -> dict[str, Any]:
+    import paraphrase
+
+    from memory.identity.services import agent_key_create, principal_token_mint, tenant_create
+    from memory.models import Tenant
+
+    data = paraphrase.load()
+    tenant = Tenant.objects.filter(slug=f"paraphrase-{time.time():.0f}").first() or tenant_create(
+        slug=f"paraphrase-{time.time():.0f}")
+    _, raw = agent_key_create(tenant=tenant, name="bench-paraphrase", permissions=["read", "write"])
+    headers: dict[str, dict[str, str]] = {}
+
+    def headers_for(name: str) -> dict[str, str]:
+        if name not in headers:
+            token, _, _ = principal_token_mint(tenant=tenant, subject_external_id=name, ttl=86400)
+            headers[name] = {"Authorization": f"Bearer {raw}", "X-Engram-Principal": token}
+        return headers[name]
+
+    with console.status("paraphrase set"):
+        ours = paraphrase.run(args.port, http_call, headers_for, data)
+        alone = paraphrase.minilm_alone(data)
+    return {"set": paraphrase.describe(data), "engram": ours, "minilm_alone": alone}
+
 
 
 def wait_for_derived(console: Any, MemoryRecord: Any, total: int) -> None:
@@ -273,7 +384,7 @@ def query_all(args: Any, console: Any, conversations: list[dict[str, Any]], keys
                     status.update(f"querying {len(rows)}/{total}")
     embed_ms = [log["embed"] for log in RetrievalLog.objects.filter(pk__in=log_ids).values_list("timings_ms", flat=True)
                 if "embed" in log]
-    return {"engram": summarise(rows, "engram"), "bm25": summarise(rows, "bm25"),
+    return {"engram": summarise(rows, "engram"), "bm25": summarise(rows, "bm25"), "rows": rows,
             "http_ms": {"p50": round(statistics.median(latencies), 2), "p95": round(pct(latencies, 0.95), 2),
                         "n": len(latencies)},
             "query_embedding_ms": {"p50": round(statistics.median(embed_ms), 2),
@@ -293,10 +404,13 @@ def report(args: Any, console: Any, Table: Any, results: dict[str, Any]) -> None
         table.add_row(name, str(ours["n"][name]), f"{ours['recall@5'][name]:.3f}", f"{ours['recall@10'][name]:.3f}",
                       f"{bm25['recall@5'][name]:.3f}", f"{bm25['recall@10'][name]:.3f}", f"{delta:+.3f}")
     console.print(table)
+    if "folds" in results or "paraphrase" in results:
+        console.print(recall_table(Table, results))
     http, emb = results["http_ms"], results["query_embedding_ms"]
     console.print(f"HTTP retrieve p50 {http['p50']:.1f} ms, p95 {http['p95']:.1f} ms (single client, "
                   f"{http['n']} queries); query embedding p50 {emb['p50']:.2f} ms (server timing); "
                   f"cross-tenant hits {results['cross_tenant_hits']}")
+    results.pop("rows", None)
     results["label"] = args.label
     results["command"] = "bench/locomo.py " + " ".join(sys.argv[1:])
     results["load_average_at_end"] = load_average()
@@ -305,6 +419,41 @@ def report(args: Any, console: Any, Table: Any, results: dict[str, Any]) -> None
     out.write_text(json.dumps(results, indent=2))
     console.print(f"load average (1/5/15 min) at the end: {results['load_average_at_end']}")
     console.print(f"written {out.relative_to(ROOT)}")
+
+
+
+def recall_table(Table: Any, results: dict[str, Any]) -> Any:
+    """One table: LoCoMo held-in / held-out recall per category with the gap and BM25, then the paraphrase set."""
+    table = Table(title="make bench-recall: LoCoMo two-fold (tuned on one half, reported on the other, both ways) "
+                        "and the paraphrase set, same run")
+    for column in ("set", "measure", "n", "held-in", "held-out", "gap", "baseline (same run)"):
+        table.add_column(column, justify="left" if column in ("set", "measure") else "right")
+    folds = results.get("folds")
+    if folds:
+        for k in (10, 5):
+            for name in [*CATEGORIES.values(), "overall"]:
+                held_in, held_out = folds["held_in"][f"recall@{k}"][name], folds["held_out"][f"recall@{k}"][name]
+                table.add_row("LoCoMo", f"{name} r@{k}", str(folds["held_out"]["n"][name]), f"{held_in:.3f}",
+                              f"{held_out:.3f}", f"{held_in - held_out:+.3f}",
+                              f"BM25 {folds['bm25'][f'recall@{k}'][name]:.3f}")
+        for d in folds["directions"]:
+            held_in, held_out = d["held_in"]["recall@10"]["overall"], d["held_out"]["recall@10"]["overall"]
+            table.add_row("LoCoMo", f"chosen on {d['tuned_on']}, r@10 on {d['tuned_on']} / on {d['reported_on']}",
+                          str(d["held_out"]["n"]["overall"]), f"{held_in:.3f}", f"{held_out:.3f}",
+                          f"{held_in - held_out:+.3f}", d["chosen"])
+    para = results.get("paraphrase")
+    if para:
+        ours, alone, n = para["engram"], para["minilm_alone"], para["set"]["questions"]
+        for key, label in (("top1", "top-1"), ("top3", "top-3")):
+            table.add_row("paraphrase", label, str(n), "", f"{ours[key] / n:.3f} ({ours[key]})", "",
+                          f"MiniLM alone {alone[key] / n:.3f} ({alone[key]})")
+        table.add_row("paraphrase", "empty answers (answer stored)", str(n), "", str(ours["empty"]), "", "")
+        table.add_row("paraphrase", "first packet strong / weak", str(n), "",
+                      f"{ours['strong_first']} / {ours['weak_first']}", "", "")
+        nm = para["set"]["no_match"]
+        table.add_row("paraphrase", "no-match: with a strong packet", str(nm), "", str(ours["no_match_with_strong"]),
+                      "", f"empty {ours['no_match_empty']}, packets {ours['no_match_packets']}")
+    return table
 
 
 if __name__ == "__main__":

@@ -313,6 +313,23 @@ if ENGRAM_CONTEXT_VECTOR not in ("mean", "model"):
 ENGRAM_SUBJECT_INDEX_THRESHOLD = env_int("ENGRAM_SUBJECT_INDEX_THRESHOLD", 5000)
 # PostgreSQL's maintenance_work_mem while building one subject's indexes (that statement only).
 ENGRAM_SUBJECT_INDEX_BUILD_MEMORY = env_str("ENGRAM_SUBJECT_INDEX_BUILD_MEMORY", "1GB")
+# Retrieval's tunable choices (docs/retrieval.md "Tunable choices"): every weight, line, blend factor and pool size
+# ranking uses, read once per process, so a benchmark can set them per run (bench/locomo.py --folds) and choose them
+# on one half of a development set while it reports on the other.
+ENGRAM_RECALL = {
+    "bm25_k1": env_float("ENGRAM_RECALL_BM25_K1", 1.5),
+    "bm25_b": env_float("ENGRAM_RECALL_BM25_B", 0.75),
+    "context_term_weight": env_float("ENGRAM_RECALL_CONTEXT_TERM_WEIGHT", 0.5),
+    "own_weight": env_float("ENGRAM_RECALL_OWN_WEIGHT", 0.3),
+    "w_lexical": env_float("ENGRAM_RECALL_W_LEXICAL", 0.6),
+    "gate_similarity": env_float("ENGRAM_RECALL_GATE_SIMILARITY", 0.3),
+    "lexical_knee": env_float("ENGRAM_RECALL_LEXICAL_KNEE", 0.5),
+    "line_fraction": env_float("ENGRAM_RECALL_LINE_FRACTION", 0.5),
+    "strong_similarity": env_float("ENGRAM_RECALL_STRONG_SIMILARITY", 0.5),
+    "strong_lexical": env_float("ENGRAM_RECALL_STRONG_LEXICAL", 0.5),
+    "pool_factor": env_int("ENGRAM_RECALL_POOL_FACTOR", 4),
+    "pool_min": env_int("ENGRAM_RECALL_POOL_MIN", 40),
+}
 # Tombstones outlive the longest retry and consolidation window, then expire.
 ENGRAM_TOMBSTONE_DAYS = env_int("ENGRAM_TOMBSTONE_DAYS", 30)
 # A failing deletion step is retried this many times, waiting base * 2^attempt seconds between tries.

@@ -26,6 +26,12 @@ class PacketOut(serializers.Serializer):
 
     score = serializers.FloatField(help_text="Fused relevance, authority, confidence and recency.")
     tokens = serializers.IntegerField(help_text="What this packet costs of the budget.")
+    match = serializers.ChoiceField(
+        choices=["strong", "weak"],
+        help_text="`strong`: the legs agree (the question's words and meaning) or the meaning alone is close. `weak`: "
+                  "the best this subject holds for the question, but not clearly about it (served so that an answer "
+                  "is never empty when something relevant may exist; a question about something never said gets "
+                  "weak matches at most).")
     content_role = serializers.ChoiceField(choices=["data"], help_text="Memory is data for the model, never "
                                                                       "instructions.")
     flags = serializers.ListField(child=serializers.CharField(), help_text="`agent_instructions`, `hidden_text`: the "
@@ -153,7 +159,8 @@ class RetrieveApi(APIView):
                 "retrieval_id": "ret_01JZ8QA1E2S3D4F5G6H7J8K9LM",
                 "packets": [{"source": "memory", "fact": "Prefers aisle seats", "status": "confirmed",
                              "source_date": None, "memory_id": RECORD_EXAMPLE["memory_id"], "kind": "preference",
-                             "namespace": ["user", "travel_preferences"], "score": 0.8412, "tokens": 5,
+                             "namespace": ["user", "travel_preferences"], "score": 0.8412, "match": "strong",
+                             "tokens": 5,
                              "content_role": "data", "flags": []}],
                 "budget": {"limit": 200, "used": 5}, "dropped": {"superseded": 1, "below_threshold": 3},
                 "degraded": []})])

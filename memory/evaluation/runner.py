@@ -323,6 +323,9 @@ class ScenarioRunner:
                 "recall": (len(found) / len(relevant)) if relevant else 0.0,
                 "tokens_used": used, "tokens_irrelevant": irrelevant_tokens,
                 "returned": [p.get("fact") or p.get("text") for p in packets],
+                # A question about something never said: no packet may be a strong match.
+                "no_match": bool(spec.get("no_match")),
+                "strong": sum(1 for p in packets if p.get("match") == "strong"),
             })
 
     def measure_contradictions(self, scenario: Scenario) -> None:

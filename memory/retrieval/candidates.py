@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+from django.conf import settings
 from django.db import connection
 from django.db.models import BooleanField, ExpressionWrapper, F, FloatField, Q, QuerySet, Value
 from django.db.models.functions import Now
@@ -59,14 +60,17 @@ from memory.retrieval.models import TermBucket
 from memory.scope import Scope
 from memory.search import TEXT_SEARCH_CONFIG, vector_literal
 
-K1, B = 1.5, 0.75
-CONTEXT_TERM_WEIGHT = 0.5  # a word said around a record counts half as much as a word of the record
-OWN_WEIGHT = 0.3  # of a windowed record's similarity: the rest is the window's
-W_LEXICAL, W_SEMANTIC = 0.6, 0.4
+# The tunable choices come from settings.ENGRAM_RECALL (env ENGRAM_RECALL_*), so a benchmark can set them per run.
+_TUNING = settings.ENGRAM_RECALL
+K1, B = float(_TUNING["bm25_k1"]), float(_TUNING["bm25_b"])
+CONTEXT_TERM_WEIGHT = float(_TUNING["context_term_weight"])  # a word said around a record: half a word of it
+OWN_WEIGHT = float(_TUNING["own_weight"])  # of a windowed record's similarity: the rest is the window's
+W_LEXICAL = float(_TUNING["w_lexical"])
+W_SEMANTIC = 1.0 - W_LEXICAL
 # Lexical evidence counts fully for a record at least this similar to the query, and proportionally less
 # below: a word shared with a record whose meaning is unrelated is most likely a coincidence ("like").
 # A record whose embedding is still pending has no similarity yet: its lexical evidence counts fully.
-GATE_SIMILARITY = 0.3
+GATE_SIMILARITY = float(_TUNING["gate_similarity"])
 # A query word that no record contains is as informative as the rarest word, but in a handful of records
 # BM25 would give it an IDF barely above a word found in half of them; in the ceiling it counts as in a
 # corpus of at least this many records, so "the query asks about things memory never mentions" stays true.

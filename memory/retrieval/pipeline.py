@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.utils import timezone
 
 from memory import metrics
@@ -26,7 +27,7 @@ from memory.normalise import normalise_text, normalise_value
 from memory.policy.injection import content_flags
 from memory.policy.secrets import refuse_secrets
 from memory.retrieval import candidates as legs
-from memory.retrieval.ranking import MIN_SIMILARITY, Ranked, below_threshold, score
+from memory.retrieval.ranking import MIN_SIMILARITY, Ranked, below_threshold, classify, score
 from memory.retrieval.services import retrieval_log_record
 from memory.retrieval.sources import RetrievalQuery, SourceItem, provider
 from memory.scope import READ, Scope
@@ -65,7 +66,8 @@ class RetrieveResult:
 
 def _pool_size(limit: int) -> int:
     # Each leg fetches more than `limit` so fusion has something to reorder and the budget can skip.
-    return min(max(4 * limit, 40), 400)
+    tuning = settings.ENGRAM_RECALL
+    return min(max(int(tuning["pool_factor"]) * limit, int(tuning["pool_min"])), 400)
 
 
 def _as_list(value: Any, name: str) -> list[str] | None:
@@ -181,6 +183,7 @@ def memory_retrieve(*, scope: Scope, request: RetrieveRequest) -> RetrieveResult
     log: list[dict[str, Any]] = []
     retention: list[float] = []  # retention (s) of the classes of the excluded records the log quotes
     items: list[Ranked] = []
+    memory_candidates = 0
     if MEMORY in request.include:
         namespaces = _narrowed(scope, request, log, dropped)
         if namespaces is None or namespaces:
@@ -188,6 +191,7 @@ def memory_retrieve(*, scope: Scope, request: RetrieveRequest) -> RetrieveResult
                                    fields=_as_list(request.filters.get("fields"), "fields"),
                                    source_types=_as_list(request.filters.get("source_types"), "source_types"))
             items.extend(_memory_candidates(scope, request, filters, vector, pool, dropped, log, retention))
+            memory_candidates = len(items)
     timings["memory"] = _ms(started) - timings["embed"]
     query = RetrievalQuery(text=request.query, vector=vector, limit=pool, filters=dict(request.filters))
     for name in request.include:
@@ -196,8 +200,12 @@ def memory_retrieve(*, scope: Scope, request: RetrieveRequest) -> RetrieveResult
             items.extend(_provider_item(i) for i in fn(scope, query))
     timings["sources"] = round(_ms(started) - timings["embed"] - timings["memory"], 3)
     now = timezone.now()
+    # Every embedded record of the scope is a candidate of the semantic leg, so fewer candidates than the pool means a
+    # memory of fewer records than that: too few for BM25's IDF to tell a common word from a rare one (ranking.py).
+    small_memory = 0 < memory_candidates < pool
     for item in items:
-        score(item, now)
+        score(item, now, small_memory=small_memory)
+    classify(items)
     items.sort(key=lambda i: (-i.score, i.item_id))
     packets, used = _select(items, request, embedder, dropped)
     timings["total"] = _ms(started)
@@ -252,6 +260,7 @@ def _packet(item: Ranked) -> dict[str, Any]:
         packet["text"] = item.text
         packet["source_date"] = item.source_date.date().isoformat() if item.source_date else None
     packet["score"] = round(item.score, 4)
+    packet["match"] = item.match
     packet["tokens"] = item.tokens
     packet["content_role"] = "data"  # memory is data for the model, never instructions
     # Served as it was said, but marked when it reads like instructions aimed at the model.
@@ -267,6 +276,7 @@ def _log_entry(item: Ranked) -> dict[str, Any]:
                              "similarity": None if item.similarity is None else round(item.similarity, 4),
                              "lexical": None if item.lexical is None else round(item.lexical, 4),
                              "relevance": round(item.relevance, 4), "score": round(item.score, 4),
+                             "match": item.match,
                              "tokens": item.tokens or None, "selected": item.selected, "reason": item.reason,
                              "authority": item.authority}
     if item.source == MEMORY:

@@ -1,6 +1,7 @@
 """Fusion and reranking: relevance from both legs' absolute scores, then authority, confidence and recency.
 
-    relevance = W_LEXICAL * lexical * gate + W_SEMANTIC * max(similarity, 0)    (in [0, 1])
+    relevance = W_LEXICAL * evidence * gate + W_SEMANTIC * max(similarity, 0)    (in [0, 1])
+    evidence  = lexical * min(1, lexical / LEXICAL_KNEE) in a memory smaller than the pool, else lexical
     gate      = min(1, max(similarity, 0) / GATE_SIMILARITY), or 1 while the similarity is unknown
     score     = 0.75 * relevance + 0.10 * authority + 0.10 * confidence + 0.05 * recency
 
@@ -18,6 +19,25 @@ Other sources (summaries, procedures, knowledge) report ranks and a similarity; 
 taken from their lexical rank (PROVIDER_LEXICAL_TOP at rank 1, decaying like 1/(k + rank)), unless the
 provider reports its own ``lexical_score`` in [0, 1].
 
+*Evidence below the knee, in small memories.* In a memory smaller than the candidate pool, BM25's IDF cannot tell a
+common word from a rare one (every word is in one or two of a few dozen records), so a record that carries only a
+small share of the question's information (one common word of several: "like" in "What does she like doing to keep
+fit?" against "Likes hotels with a gym") has its lexical share scaled down in proportion (0.07 counts as 0.01 with
+the knee at 0.5): one shared word no longer outweighs a clearly stronger semantic match, and a record carrying at
+least LEXICAL_KNEE of the question counts fully. In larger memories IDF does its job and the share counts as it is:
+measured under the two-fold protocol, every knee lost LoCoMo recall on both halves (docs/retrieval.md). The SQL
+statement selects the candidate pool with the plain share; this rescoring orders the pool.
+
+*Strong, weak, or below the line* (``classify``): there is no absolute floor. A record is a **strong** match when the
+legs agree on it (it carries at least STRONG_LEXICAL of the question's information and is at least GATE_SIMILARITY
+similar) or its similarity alone is at least STRONG_SIMILARITY. Anything else is **weak**, and it is served when it
+carries any of the question's words (its place in the order already says how much), or when it stands out from what
+this subject holds for this question: relevance at least ``median + LINE_FRACTION * (best - median)`` over the
+candidates. The best candidate always clears that line, so a subject that holds something never answers
+empty: short everyday questions often have a low absolute cosine with MiniLM even against their answer ("what does
+she do for a living" against "Works night shifts at the children's hospital"), which an absolute floor dropped.
+A question about something never said gets at most a few weak matches, marked ``"match": "weak"`` in the packet.
+
 Authority follows the precedence order (system_of_record 1.0 ... summary 0.0); a served candidate weighs
 0.3 against a confirmed record's 1.0; recency halves every 180 days. Relevance dominates on purpose:
 authority and confidence order near-ties, they do not lift an unrelated record above a relevant one.
@@ -26,8 +46,12 @@ authority and confidence order near-ties, they do not lift an unrelated record a
 from __future__ import annotations
 
 import datetime as dt
+import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from django.conf import settings
 
 from memory.policy.precedence import AUTHORITY_ORDER
 from memory.retrieval.candidates import GATE_SIMILARITY, W_LEXICAL, W_SEMANTIC
@@ -36,8 +60,15 @@ RRF_K = 60
 PROVIDER_LEXICAL_TOP = 0.3  # about the lexical share of a memory leg's best match on a typical question
 W_RELEVANCE, W_AUTHORITY, W_CONFIDENCE, W_RECENCY = 0.75, 0.10, 0.10, 0.05
 RECENCY_HALF_LIFE_DAYS = 180.0
-# A candidate that shares no query word and is below this cosine similarity is noise, not a match.
+# Explanations only: a record that may not be served is reported among the dropped when it shares a query word or
+# is at least this similar (candidates.py ``excluded``). Serving has no absolute floor: see ``classify``.
 MIN_SIMILARITY = 0.25
+_TUNING = settings.ENGRAM_RECALL
+LEXICAL_KNEE = float(_TUNING["lexical_knee"])
+LINE_FRACTION = float(_TUNING["line_fraction"])
+STRONG_SIMILARITY = float(_TUNING["strong_similarity"])
+STRONG_LEXICAL = float(_TUNING["strong_lexical"])
+STRONG, WEAK = "strong", "weak"
 
 
 @dataclass
@@ -60,6 +91,7 @@ class Ranked:
     tokens: int = 0
     selected: bool = False
     reason: str | None = None
+    match: str | None = None  # STRONG, WEAK, or None: below this question's line (classify)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -75,11 +107,17 @@ def lexical_share(item: Ranked) -> float:
     return PROVIDER_LEXICAL_TOP * rrf(item.lexical_rank) / rrf(1)
 
 
-def relevance(item: Ranked) -> float:
+def relevance(item: Ranked, knee: float = 0.0) -> float:
     similarity = max(item.similarity or 0.0, 0.0)
     # No similarity known (embedding pending, or a lexical-only source): nothing to gate the words by.
     gate = 1.0 if item.similarity is None else min(1.0, similarity / GATE_SIMILARITY)
-    return W_LEXICAL * lexical_share(item) * gate + W_SEMANTIC * similarity
+    return W_LEXICAL * lexical_evidence(item, knee) * gate + W_SEMANTIC * similarity
+
+
+def lexical_evidence(item: Ranked, knee: float = 0.0) -> float:
+    """The lexical share, scaled down below ``knee``: one common word of several is a hint, not evidence."""
+    share = lexical_share(item)
+    return share * min(1.0, share / knee) if knee > 0 else share
 
 
 def authority_weight(source_type: str) -> float:
@@ -95,11 +133,39 @@ def recency_weight(when: dt.datetime | None, now: dt.datetime) -> float:
     return float(0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS))
 
 
-def score(item: Ranked, now: dt.datetime) -> None:
-    item.relevance = relevance(item)
+def score(item: Ranked, now: dt.datetime, *, small_memory: bool = False) -> None:
+    """``small_memory``: the scope holds fewer records than the candidate pool (the knee applies; see above)."""
+    item.relevance = relevance(item, LEXICAL_KNEE if small_memory else 0.0)
     item.score = (W_RELEVANCE * item.relevance + W_AUTHORITY * authority_weight(item.authority)
                   + W_CONFIDENCE * (1.0 if item.confirmed else 0.3) + W_RECENCY * recency_weight(item.source_date, now))
 
 
+def words_agree(item: Ranked) -> bool:
+    """The record has query words and a meaning plausibly about the question (or no similarity known yet)."""
+    return lexical_share(item) > 0.0 and (item.similarity is None or item.similarity >= GATE_SIMILARITY)
+
+
+def is_strong(item: Ranked) -> bool:
+    if item.similarity is not None and item.similarity >= STRONG_SIMILARITY:
+        return True
+    return lexical_share(item) >= STRONG_LEXICAL and words_agree(item)
+
+
+def classify(items: Sequence[Ranked]) -> None:
+    """Set each scored item's ``match``: strong, weak, or None (below the line of what this subject holds)."""
+    if not items:
+        return
+    relevances = [i.relevance for i in items]
+    best, background = max(relevances), statistics.median(relevances)
+    line = background + LINE_FRACTION * (best - background)
+    for item in items:
+        if is_strong(item):
+            item.match = STRONG
+        elif lexical_share(item) > 0.0 or item.relevance >= line:
+            item.match = WEAK
+        else:
+            item.match = None
+
+
 def below_threshold(item: Ranked) -> bool:
-    return lexical_share(item) == 0.0 and (item.similarity is None or item.similarity < MIN_SIMILARITY)
+    return item.match is None

@@ -7,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-from memory.retrieval.ranking import Ranked, below_threshold, lexical_share, rrf, score
+from memory.retrieval.ranking import Ranked, below_threshold, classify, lexical_share, rrf, score
 from tests.retrieval.conftest import retrieve
 
 NOW = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
@@ -61,10 +61,28 @@ def test_they_never_lift_an_unrelated_item_above_a_relevant_one():
     assert relevant.score > unrelated.score
 
 
-def test_a_vector_only_item_below_the_similarity_floor_is_below_threshold():
-    assert below_threshold(ranked(semantic=1, similarity=0.2))
-    assert not below_threshold(ranked(semantic=1, similarity=0.4))
-    assert not below_threshold(ranked(lexical=5, similarity=0.1))  # the text matched: not noise
+def test_the_line_is_relative_to_what_the_subject_holds_and_the_best_always_clears_it():
+    low = [ranked(semantic=n, similarity=s) for n, s in enumerate((0.2, 0.18, 0.05, 0.04, 0.03), start=1)]
+    classify(low)
+
+    assert [i.match for i in low] == ["weak", "weak", None, None, None]
+    assert below_threshold(low[2]) and not below_threshold(low[0])
+
+
+def test_a_record_sharing_a_question_word_is_served_however_low_its_similarity():
+    items = [ranked(semantic=1, similarity=0.6), ranked(semantic=2, similarity=0.5),
+             ranked(lexical=1, similarity=0.02, share=0.1), ranked(semantic=3, similarity=0.01)]
+    classify(items)
+
+    assert [i.match for i in items] == ["strong", "strong", "weak", None]
+
+
+def test_strong_needs_the_legs_to_agree_or_a_close_meaning():
+    items = [ranked(lexical=1, similarity=0.45, share=0.6), ranked(semantic=1, similarity=0.55),
+             ranked(lexical=2, similarity=0.1, share=0.9), ranked(semantic=2, similarity=0.45)]
+    classify(items)
+
+    assert [i.match == "strong" for i in items] == [True, True, False, False]
 
 
 @pytest.mark.django_db

@@ -11,7 +11,7 @@ from tests.retrieval.conftest import RETRIEVE, retrieve
 
 pytestmark = pytest.mark.django_db
 
-PACKET_KEYS = {"source", "fact", "status", "source_date", "memory_id", "kind", "namespace", "score", "tokens",
+PACKET_KEYS = {"source", "fact", "status", "source_date", "memory_id", "kind", "namespace", "score", "match", "tokens",
                "content_role", "flags"}
 
 
