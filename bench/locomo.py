@@ -46,10 +46,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from retrieval import http_call, load_average, open_database, pct, reset_database, wait_for_health  # noqa: E402
 
-# The shared data sets folder beside the checkout (or beside the folder of worktrees); never copied into the repository.
-DATASET = next((p for p in (ROOT.parent / "shared" / "datasets" / "locomo" / "locomo10.json",
-                            ROOT.parent.parent / "shared" / "datasets" / "locomo" / "locomo10.json") if p.exists()),
-               ROOT.parent / "shared" / "datasets" / "locomo" / "locomo10.json")
+# The shared data sets folder beside the checkout (or --dataset); never copied into the repository.
+DATASET = ROOT.parent / "shared" / "datasets" / "locomo" / "locomo10.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
 BATCH = 200
