@@ -20,7 +20,7 @@ from typing import Any
 
 from django.conf import settings
 
-from memory.storable import UNSTORABLE, printable
+from memory.storable import printable, unstorable_problem
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
@@ -45,12 +45,8 @@ def _key_path(parent: str, key: str) -> str:
 
 
 def _string_problem(text: str) -> str | None:
-    found = UNSTORABLE.search(text)
-    if found is None:
-        return None
-    if found.group() == "\x00":
-        return "contains a NUL character (\\u0000), which cannot be stored."
-    return f"contains a lone surrogate ({printable(found.group())}), which is not valid Unicode text."
+    problem = unstorable_problem(text)
+    return problem + "." if problem else None
 
 
 # What json.dumps(ensure_ascii=False) shows for each problem json_problem looks for: NUL is written as the

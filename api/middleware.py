@@ -11,8 +11,8 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 
 from api.exceptions import RETRY_AFTER_SECONDS, database_error_body
-from api.json_values import UNSTORABLE, printable
 from memory.policy.secrets import describe, scan_payload
+from memory.storable import UNSTORABLE, printable
 
 logger = logging.getLogger("engram.api")
 

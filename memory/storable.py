@@ -16,3 +16,13 @@ def printable(text: str) -> str:
     if text.isprintable() and not UNSTORABLE.search(text):
         return text
     return json.dumps(text, ensure_ascii=True)[1:-1]
+
+
+def unstorable_problem(text: str) -> str | None:
+    """What is wrong with ``text`` for PostgreSQL, as the end of a sentence naming where it is, or None."""
+    found = UNSTORABLE.search(text)
+    if found is None:
+        return None
+    if found.group() == "\x00":
+        return "contains a NUL character (\\u0000), which cannot be stored"
+    return f"contains a lone surrogate ({printable(found.group())}), which is not valid Unicode text"

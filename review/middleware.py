@@ -18,24 +18,15 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from memory.storable import UNSTORABLE, printable
-
-
-def _problem(text: str) -> str | None:
-    found = UNSTORABLE.search(text)
-    if found is None:
-        return None
-    if found.group() == "\x00":
-        return "contains a NUL character (\\u0000), which cannot be stored"
-    return f"contains a lone surrogate ({printable(found.group())}), which is not valid Unicode text"
+from memory.storable import printable, unstorable_problem
 
 
 def _first_problem(where: str, fields: Iterable[tuple[str, list[Any]]]) -> str | None:
     for name, values in fields:
-        if (problem := _problem(name)) is not None:
+        if (problem := unstorable_problem(name)) is not None:
             return f"The name of a {where} ({printable(name)}) {problem}."
         for value in values:
-            if isinstance(value, str) and (problem := _problem(value)) is not None:
+            if isinstance(value, str) and (problem := unstorable_problem(value)) is not None:
                 return f"The {where} “{printable(name)}” {problem}."
     return None
 
