@@ -32,7 +32,19 @@ import threading
 import time
 from typing import Any
 
-from harness import Client, credentials, headers, load_average, pct, start_serve, stop, use_database, write_results
+from harness import (
+    Client,
+    credentials,
+    embedder_rate,
+    headers,
+    load_average,
+    pct,
+    start_serve,
+    stop,
+    use_database,
+    write_results,
+)
+from import_load import import_records
 
 PEOPLE = ["Ana", "Ben", "Chloe", "Dev", "Ella", "Finn", "Gia", "Hugo"]
 TOPICS = ["the garden", "a new job", "the marathon", "piano lessons", "the trip to Porto", "a broken bike",
@@ -67,27 +79,6 @@ def turns(rng: random.Random, count: int, prefix: str) -> list[dict[str, Any]]:
 def questions(rng: random.Random, count: int) -> list[str]:
     return [rng.choice(QUESTIONS).format(p=rng.choice(PEOPLE), t=rng.choice(TOPICS)) + f" ({n})"
             for n in range(count)]
-
-
-def ingest(port: int, creds: dict[str, Any], subject: str, items: list[dict[str, Any]], clients: int = 2,
-           batch: int = 500) -> dict[str, Any]:
-    calls = [items[i:i + batch] for i in range(0, len(items), batch)]
-    errors: list[str] = []
-
-    def worker(mine: list[list[dict[str, Any]]]) -> None:
-        client = Client(port)
-        for chunk in mine:
-            status, body, _ = client.call("POST", "/api/v1/memories/batch", headers(creds, subject), {"items": chunk})
-            if status != 200:
-                errors.append(f"{status} {str(body)[:200]}")
-
-    threads = [threading.Thread(target=worker, args=(calls[i::clients],)) for i in range(clients)]
-    started = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return {"started": started, "durable_s": time.perf_counter() - started, "errors": errors}
 
 
 def wait_derived(client: Client, started: float, timeout: float = 7200.0) -> float:
@@ -138,17 +129,6 @@ def floor_ms(subject: str, queries: list[str]) -> dict[str, float]:
             "floor": statistics.median(embed) + statistics.median(top)}
 
 
-def own_rate(texts: list[str]) -> float:
-    from memory.embedder import get_embedder
-
-    os.environ["ENGRAM_EMBED_THREADS"] = str(os.cpu_count() or 1)  # what the bulk worker gets
-    embedder = get_embedder()
-    embedder.embed(texts[:64])
-    t0 = time.perf_counter()
-    embedder.embed(texts, batch_size=64)
-    return len(texts) / (time.perf_counter() - t0)
-
-
 def delete_one(client: Client, creds: dict[str, Any], subject: str, memory_id: str) -> tuple[float, str]:
     hdrs = headers(creds, subject)
     started = time.perf_counter()
@@ -192,11 +172,11 @@ def main() -> None:
     try:
         client = Client(args.port)
         sample = [i["text"] for i in conversations[max(every)][:3000]]
-        results["embedder_rate"] = own_rate(sample)
+        results["embedder_rate"] = embedder_rate(sample)[0]
         console.print(f"embedder's own batch rate: {results['embedder_rate']:.0f} texts/s")
         for n in every:
             console.print(f"ingesting {n:,} turns into one subject ...")
-            run = ingest(args.port, creds, f"usr_{n}", conversations[n])
+            run = import_records(args.port, creds, f"usr_{n}", conversations[n], 2, 500)
             e2e_s = wait_derived(client, run["started"])
             results["ingest"][n] = {"durable_rate": n / run["durable_s"], "e2e_rate": n / e2e_s,
                                     "share": n / e2e_s / results["embedder_rate"], "errors": len(run["errors"])}
@@ -220,7 +200,7 @@ def main() -> None:
         small = min(sizes)
         box: dict[str, Any] = {}
         importer = threading.Thread(target=lambda: box.update(
-            run=ingest(args.port, creds, "usr_busy", turns(rng, args.busy, "busy"))))
+            run=import_records(args.port, creds, "usr_busy", turns(rng, args.busy, "busy"), 2, 500)))
         importer.start()
         busy_times: list[float] = []
         deletions: list[tuple[float, str]] = []

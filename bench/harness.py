@@ -138,6 +138,24 @@ def stop(process: subprocess.Popen[bytes]) -> None:
             process.wait()
 
 
+def embedder_rate(texts: list[str]) -> tuple[float, str]:
+    """The embedder's own batch rate on ``texts`` in this process (batch 64, every core: what the bulk worker
+    gets), and its runtime: the baseline an ingest's end-to-end rate is divided by."""
+    from memory.embedder import get_embedder
+
+    os.environ["ENGRAM_EMBED_THREADS"] = str(os.cpu_count() or 1)
+    embedder = get_embedder()
+    embedder.embed(texts[:64])
+    runtime = getattr(getattr(embedder, "runtime", None), "runtime", "?")
+    if runtime == "torch":
+        import torch
+
+        torch.set_num_threads(os.cpu_count() or 1)
+    t0 = time.perf_counter()
+    embedder.embed(texts, batch_size=64)
+    return len(texts) / (time.perf_counter() - t0), runtime
+
+
 def pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")

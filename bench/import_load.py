@@ -25,7 +25,6 @@ shares the cores are noisy).
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import threading
 import time
@@ -34,6 +33,7 @@ from typing import Any
 from harness import (
     Client,
     credentials,
+    embedder_rate,
     headers,
     load_average,
     pct,
@@ -179,22 +179,7 @@ def main() -> None:
                                       "p95": pct([d["seconds"] for d in idle], 0.95)}
 
         console.print("measuring the embedder's own rate ...")
-        from memory.embedder import get_embedder
-
-        # What the bulk worker gets: every core for batches (ONNX batch session, or torch threads).
-        os.environ["ENGRAM_EMBED_THREADS"] = str(os.cpu_count() or 1)
-        embedder = get_embedder()
-        texts = [i["text"] for i in first[:2000]]
-        embedder.embed(texts[:64])
-        runtime = getattr(getattr(embedder, "runtime", None), "runtime", "?")
-        if runtime == "torch":
-            import torch
-
-            torch.set_num_threads(os.cpu_count() or 1)
-        t0 = time.perf_counter()
-        embedder.embed(texts, batch_size=64)
-        results["embedder_rate"] = len(texts) / (time.perf_counter() - t0)
-        results["embedder_runtime"] = runtime
+        results["embedder_rate"], results["embedder_runtime"] = embedder_rate([i["text"] for i in first[:2000]])
 
         console.print(f"importing {args.records} records ...")
         rss_before = tree_rss_mb(server.pid)
