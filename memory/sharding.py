@@ -31,7 +31,7 @@ DISTRIBUTED: tuple[str, ...] = (
     "memory_conflict", "memory_conflict_records", "memory_tombstone", "memory_auditentry",
     # derived read surfaces
     "retrieval_recordcontext", "retrieval_retrievallog", "retrieval_subjectindex", "retrieval_termbucket",
-    "retrieval_termcount", "retrieval_pendingcontext",
+    "retrieval_termcount", "retrieval_pendingcontext", "retrieval_pendingmaintenance",
     # conversations and workflows
     "threads_thread", "threads_threadevent", "threads_summary", "threads_checkpoint", "threads_toolcall",
     # deletion
@@ -82,7 +82,7 @@ KNOWN: dict[str, frozenset[str]] = {
         "retrieval_recordcontext", "retrieval_retrievallog", "retrieval_subjectindex", "retrieval_termbucket",
         "retrieval_termcount", "threads_thread", "threads_threadevent", "threads_summary", "threads_checkpoint",
         "threads_toolcall", "deletion_deletionjob", "deletion_deletionstep", "knowledge_document",
-        "retrieval_pendingcontext",
+        "retrieval_pendingcontext", "retrieval_pendingmaintenance",
         "knowledge_chunk", "knowledge_accessdomain_readers", "procedures_procedure",
         "procedures_procedureversion", "procedures_changeproposal", "procedures_procedure_members",
     }),
@@ -110,7 +110,8 @@ KNOWN: dict[str, frozenset[str]] = {
         "procedures_changeproposal.rebased_from_id", "procedures_procedure_members.procedure_id",
         "procedures_procedure_members.subject_id", "procedures_procedureversion.procedure_id",
         "procedures_procedureversion.proposal_id", "retrieval_pendingcontext.record_id",
-        "retrieval_pendingcontext.subject_id", "retrieval_recordcontext.record_id",
+        "retrieval_pendingcontext.subject_id",
+        "retrieval_pendingmaintenance.subject_id", "retrieval_recordcontext.record_id",
         "retrieval_recordcontext.subject_id", "retrieval_retrievallog.subject_id",
         "retrieval_subjectindex.subject_id", "retrieval_termbucket.subject_id", "retrieval_termcount.bucket_id",
         "threads_checkpoint.subject_id", "threads_checkpoint.thread_id", "threads_summary.regenerates_id",

@@ -127,7 +127,7 @@ def purge_search_statistics(target: DeletionTarget) -> int:
         return int(refresh_statistics(target.subject_id))
     deleted = delete_statistics(target.subject_id)
     deleted += SubjectIndex.objects.filter(subject_id=target.subject_id).delete()[0]
-    transaction.on_commit(lambda: queue_maintenance(target.subject_id))
+    queue_maintenance(target.subject_id)  # queued on commit
     return deleted
 
 

@@ -102,6 +102,21 @@ class PendingContext(models.Model):
         return f"context of {self.record_id} pending"
 
 
+class PendingMaintenance(models.Model):
+    """A subject whose own indexes or term statistics are due to be built, refreshed or dropped.
+
+    Written when the maintenance task is queued, removed by the task that ran after it: health counts these rows
+    (with the indexes not yet ready) instead of counting every subject's records on each call.
+    """
+
+    subject = models.OneToOneField("memory.Subject", on_delete=models.CASCADE, primary_key=True, related_name="+")
+    tenant = models.ForeignKey("memory.Tenant", on_delete=models.CASCADE, related_name="+")
+    queued_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"maintenance of subject {self.subject_id} pending"
+
+
 class SubjectIndex(models.Model):
     """A large subject's own search structures: partial indexes over its rows only, and its BM25 statistics.
 

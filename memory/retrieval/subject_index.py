@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -40,7 +41,7 @@ from memory.models import Subject
 from memory.queues import BULK, enqueue
 from memory.retrieval.candidates import CONTEXT_TERM_WEIGHT
 from memory.retrieval.embedding import pending_records
-from memory.retrieval.models import SubjectIndex, TermBucket, TermCount
+from memory.retrieval.models import PendingMaintenance, SubjectIndex, TermBucket, TermCount
 
 # The statistics are recomputed when the subject's row count has moved by more than this share since they were.
 STATISTICS_DRIFT = 0.01
@@ -178,37 +179,84 @@ def _drifted(index: SubjectIndex, rows: int) -> bool:
 def maintain(subject_id: int) -> str:
     """Bring one subject's indexes and statistics to where its size says they should be; returns what it did.
 
-    Idempotent: a second run finds nothing to do; a second worker finds the subject locked and leaves."""
+    Idempotent: a second run finds nothing to do; a second worker finds the subject locked and leaves (the run
+    holding the lock looks again at the end for what was queued meanwhile)."""
     name = f"subject-index:{subject_id}"
     if not try_session_lock(name):
         return "busy"
+    started = _clock()
     try:
-        rows = subject_rows(subject_id)
-        index = SubjectIndex.objects.filter(subject_id=subject_id).first()
-        subject = Subject.objects.filter(pk=subject_id).only("tenant_id").first()
-        if subject is None or (index is None and rows < threshold()) or (index and rows < threshold() // 2):
-            if index is None and not existing_indexes(subject_id):
-                return "small"
-            drop(subject_id)  # shrank, or indexes left behind by an erasure
-            return "dropped"
-        if index is None:
-            index = SubjectIndex.objects.create(subject_id=subject_id, tenant_id=subject.tenant_id)
-        existing = existing_indexes(subject_id)
-        missing = [i for i in PARTIAL_INDEXES if not existing.get(index_name(subject_id, i))]
-        if missing and index.ready:
-            SubjectIndex.objects.filter(pk=subject_id).update(ready=False)
-        for partial in missing:
-            _build(subject_id, partial)
-        if missing or _drifted(index, rows) or not index.ready:
-            refresh_statistics(subject_id)
-        SubjectIndex.objects.filter(pk=subject_id).update(ready=True)
-        return "ready"
+        return _maintain(subject_id)
     finally:
         session_unlock(name)
+        _settle_marker(subject_id, started)
+
+
+def _maintain(subject_id: int) -> str:
+    rows = subject_rows(subject_id)
+    index = SubjectIndex.objects.filter(subject_id=subject_id).first()
+    subject = Subject.objects.filter(pk=subject_id).only("tenant_id").first()
+    if subject is None or (index is None and rows < threshold()) or (index and rows < threshold() // 2):
+        if index is None and not existing_indexes(subject_id):
+            return "small"
+        drop(subject_id)  # shrank, or indexes left behind by an erasure
+        return "dropped"
+    if index is None:
+        index = SubjectIndex.objects.create(subject_id=subject_id, tenant_id=subject.tenant_id)
+    existing = existing_indexes(subject_id)
+    missing = [i for i in PARTIAL_INDEXES if not existing.get(index_name(subject_id, i))]
+    if missing and index.ready:
+        SubjectIndex.objects.filter(pk=subject_id).update(ready=False)
+    for partial_index in missing:
+        _build(subject_id, partial_index)
+    if missing or _drifted(index, rows) or not index.ready:
+        refresh_statistics(subject_id)
+    SubjectIndex.objects.filter(pk=subject_id).update(ready=True)
+    return "ready"
+
+
+def _clock() -> Any:
+    # The database's clock, which also stamps the markers: the web and worker hosts' clocks may differ from it.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT clock_timestamp()")
+        return cursor.fetchone()[0]
+
+
+def _settle_marker(subject_id: int, started: Any) -> None:
+    """After a run: the marker of what it answered goes; one queued while it ran (whose own task may have found the
+    lock taken and left) is run again if the subject still needs it, else dropped."""
+    PendingMaintenance.objects.filter(subject_id=subject_id, queued_at__lte=started).delete()
+    if PendingMaintenance.objects.filter(subject_id=subject_id).exists():
+        if needs_maintenance(subject_id):
+            queue_maintenance(subject_id)
+        else:
+            PendingMaintenance.objects.filter(subject_id=subject_id).delete()
+
+
+# Marked in the caller's transaction (the worker's derived write that made the subject due), so health never reads
+# "nothing pending" between that commit and the marker.
+_MARK_DUE_SQL = """
+INSERT INTO retrieval_pendingmaintenance (subject_id, tenant_id, queued_at)
+SELECT id, tenant_id, clock_timestamp() FROM memory_subject WHERE id = %s
+ON CONFLICT (subject_id) DO UPDATE SET queued_at = EXCLUDED.queued_at
+"""
 
 
 def queue_maintenance(subject_id: int) -> None:
-    enqueue("memory.retrieval.tasks.maintain_subject_index", subject_id, queue=BULK)
+    """Mark the subject's maintenance pending (health's ``subject_indexes``) and queue it once this transaction
+    commits."""
+    with connection.cursor() as cursor:
+        cursor.execute(_MARK_DUE_SQL, [subject_id])
+    transaction.on_commit(partial(enqueue, "memory.retrieval.tasks.maintain_subject_index", subject_id,
+                                  queue=BULK))
+
+
+def pending_maintenance() -> int:
+    """Subjects whose maintenance is queued or running, or whose indexes are not ready yet."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM (SELECT subject_id FROM retrieval_pendingmaintenance UNION "
+                       "SELECT subject_id FROM retrieval_subjectindex WHERE NOT ready OR statistics_at IS NULL) s")
+        return int(cursor.fetchone()[0])
 
 
 def settling(subject_id: int, rows: int) -> bool:
@@ -234,7 +282,7 @@ def after_writes_to(record_ids: Iterable[str]) -> None:
         subjects = sorted(row[0] for row in cursor.fetchall())
     for subject_id in subjects:
         if needs_maintenance(subject_id):
-            transaction.on_commit(partial(queue_maintenance, subject_id))
+            queue_maintenance(subject_id)
 
 
 def sweep(*, wait_for_embeddings: bool = True) -> list[int]:
@@ -244,8 +292,12 @@ def sweep(*, wait_for_embeddings: bool = True) -> list[int]:
         cursor.execute("SELECT subject_id FROM memory_memoryrecord GROUP BY subject_id HAVING count(*) >= %s "
                        "UNION SELECT subject_id FROM retrieval_subjectindex", [max(threshold() // 2, 1)])
         candidates = {row[0] for row in cursor.fetchall()}
+        marked = set(PendingMaintenance.objects.values_list("subject_id", flat=True))
         cursor.execute("SELECT DISTINCT substring(c.relname FROM %s)::bigint FROM pg_class c "
                        "WHERE c.relkind = 'i' AND c.relname ~ %s", [f"^{_PREFIX}(\\d+)_", f"^{_PREFIX}\\d+_[a-z]+$"])
         orphaned = {row[0] for row in cursor.fetchall()} - candidates
-    return sorted(orphaned) + sorted(s for s in candidates
-                                     if needs_maintenance(s, wait_for_embeddings=wait_for_embeddings))
+    due = sorted(s for s in candidates | marked if needs_maintenance(s, wait_for_embeddings=wait_for_embeddings))
+    # A marker whose subject needs nothing (its task was lost, or the subject is still being embedded, whose last
+    # embedding task marks it again) would keep health from ever reading zero.
+    PendingMaintenance.objects.filter(subject_id__in=marked - set(due)).delete()
+    return sorted(orphaned - set(due)) + due
