@@ -15,8 +15,10 @@ from django.utils import timezone
 from memory.db.statements import Filters, render, scoped_sources
 from memory.identity.services import subject_get_or_create
 from memory.models import Confidence, MemoryRecord, RecordStatus
+from memory.namespaces import under_any_q
 from memory.records.services import RecordInput, memory_write_batch
 from memory.retrieval import candidates as legs
+from memory.retrieval.models import TermBucket
 from memory.scope import Scope
 
 pytestmark = pytest.mark.django_db
@@ -45,6 +47,10 @@ def stored(tenant, other_tenant, sync_tasks, django_capture_on_commit_callbacks)
             memory_write_batch(scope=scope, items=items)
             memory_write_batch(scope=scope, items=[RecordInput(namespace="user", kind="note", field="f2",
                                                                value="new", text="user says again", event_id="e9")])
+    # The term statistics of every (subject, namespace, class) the records were written to, as the worker keeps
+    # them for a large subject.
+    for key in MemoryRecord.objects.values("tenant_id", "subject_id", "namespace", "memory_class_id").distinct():
+        TermBucket.objects.create(**key, records=1, length=1.0)
     return _scope(tenant, "usr_owner")
 
 
@@ -79,9 +85,16 @@ def test_each_source_holds_exactly_the_records_the_orm_selects(stored, tenant, g
         if values:
             everything = everything.filter(**{f"{name}__in": values})
 
-    assert eligible  # every shape leaves something to compare
+    buckets = TermBucket.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id,
+                                        memory_class__allowed_readers__contains=[scope.reader_role])
+    for prefixes in (grant, filters.namespaces):
+        if prefixes is not None:
+            buckets = buckets.filter(under_any_q(prefixes))
+
+    assert eligible and buckets  # every shape leaves something to compare
     assert _ids(scoped.eligible, scoped.params) == eligible
     assert _ids(scoped.excluded, scoped.params) == {r.pk for r in everything.filter(not_servable)}
+    assert _ids(scoped.buckets, scoped.params) == {b.pk for b in buckets}
 
 
 def test_a_grant_reads_no_sibling_namespace_whose_name_only_starts_alike(stored, tenant):
