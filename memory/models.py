@@ -208,6 +208,8 @@ class RecordStatus(models.TextChoices):
 class MemoryRecordQuerySet(models.QuerySet["MemoryRecord"]):
     def for_scope(self, scope: Scope, *, cross_boundaries: bool = False) -> MemoryRecordQuerySet:
         """The only way into memory rows: tenant, subject, namespace and class-reader predicates in SQL.
+        (The retrieval statement writes the same predicates with psycopg.sql, memory/db/statements.py;
+        tests/retrieval/test_statement_sources.py holds the two to the same rows.)
 
         The class's "allowed readers" is a SQL predicate too (``scope.reader_role`` must be listed),
         so no Python filter after the query decides who reads what. "May cross boundaries" is an

@@ -314,3 +314,59 @@ def test_the_check_sees_a_raw_update():
 
     assert [len(_record_writes(ast.parse(s))) for s in shapes] == [1] * len(shapes)
     assert _record_writes(ast.parse("MemoryRecord.objects.filter(pk=1).update(embedding=None)")) == []
+
+
+# --- database mechanics in memory/db/ ----------------------------------------------------------------
+# Rows written by COPY and SQL composed with psycopg.sql are mechanics, kept apart from the policy that uses them
+# (memory/db/bulk.py, memory/db/statements.py), so that how a statement is built is read and changed in one place.
+DB_ROOM = "memory/db/"
+# Allowed elsewhere, each for its reason.
+DB_MECHANICS_ELSEWHERE = {
+    # The retrieval benchmark loads up to 100,000 synthetic records and chunks by binary COPY on purpose,
+    # bypassing the gate: it measures reading them, not writing them.
+    "bench/retrieval.py",
+}
+
+
+def _db_mechanics(tree: ast.AST) -> list[tuple[int, str]]:
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        # psycopg's cursor.copy(statement) always names its statement; dict.copy() and list.copy() take nothing.
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "copy" \
+                and (node.args or node.keywords):
+            found.append((node.lineno, "….copy(statement)"))
+        elif isinstance(node, ast.ImportFrom) and node.module == "psycopg" and any(
+                a.name == "sql" for a in node.names):
+            found.append((node.lineno, "from psycopg import sql"))
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("psycopg.sql"):
+            found.append((node.lineno, f"from {node.module} import …"))
+        elif isinstance(node, ast.Import) and any(a.name.startswith("psycopg.sql") for a in node.names):
+            found.append((node.lineno, "import psycopg.sql"))
+        elif isinstance(node, ast.Attribute) and node.attr == "sql" and getattr(node.value, "id", "") == "psycopg":
+            found.append((node.lineno, "psycopg.sql"))
+    return found
+
+
+def test_copy_and_sql_composition_only_in_the_database_room():
+    offending = []
+    for path in _sources(*PROJECT, "bench"):
+        relative = path.relative_to(ROOT).as_posix()
+        if relative.startswith(DB_ROOM) or relative in DB_MECHANICS_ELSEWHERE:
+            continue
+        offending += [f"{relative}:{line}: {what}" for line, what in _db_mechanics(ast.parse(path.read_text()))]
+
+    assert offending == []
+
+
+def test_the_check_sees_copy_and_composition():
+    shapes = [
+        "with cursor.cursor.copy('COPY t (a) FROM STDIN') as copy: pass",
+        "from psycopg import sql",
+        "from psycopg.sql import SQL, Identifier",
+        "import psycopg.sql",
+        "psycopg.sql.SQL('SELECT 1')",
+    ]
+
+    assert [len(_db_mechanics(ast.parse(s))) for s in shapes] == [1] * len(shapes)
+    assert _db_mechanics(ast.parse("options = defaults.copy()")) == []
+    assert all(path.exists() for path in (ROOT / p for p in DB_MECHANICS_ELSEWHERE))

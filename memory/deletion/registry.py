@@ -55,6 +55,15 @@ class Surface:
 _surfaces: dict[str, Surface] = {}
 _read_checks: dict[str, ReadCheckFn] = {}
 _request_hooks: dict[str, HookFn] = {}
+# Kinds of job whose target is not a subject's memory, and the name prefix of the only surfaces and read checks
+# they walk (a knowledge document: the knowledge surfaces). Every other kind walks every surface.
+_kind_prefixes: dict[str, str] = {}
+
+
+def job_kind(kind: str, *, prefix: str) -> None:
+    """Register a kind of deletion job that walks only the surfaces and read checks whose names start with
+    ``prefix``, through the same runner (memory/deletion/services.py) as every other job."""
+    _kind_prefixes[kind] = prefix
 
 
 def on_request(name: str) -> Callable[[HookFn], HookFn]:
@@ -90,9 +99,12 @@ def read_check(name: str) -> Callable[[ReadCheckFn], ReadCheckFn]:
     return register
 
 
-def surfaces() -> list[Surface]:
-    return sorted(_surfaces.values(), key=lambda s: (s.order, s.name))
+def surfaces(kind: str | None = None) -> list[Surface]:
+    """Every purge surface in order, or those a registered ``job_kind`` walks."""
+    prefix = _kind_prefixes.get(kind or "", "")
+    return sorted((s for s in _surfaces.values() if s.name.startswith(prefix)), key=lambda s: (s.order, s.name))
 
 
-def read_checks() -> dict[str, ReadCheckFn]:
-    return dict(sorted(_read_checks.items()))
+def read_checks(kind: str | None = None) -> dict[str, ReadCheckFn]:
+    prefix = _kind_prefixes.get(kind or "", "")
+    return dict(sorted((name, fn) for name, fn in _read_checks.items() if name.startswith(prefix)))

@@ -333,6 +333,7 @@ def target_of(job: DeletionJob) -> registry.DeletionTarget:
         memory_ids=tuple(plan.get("memory_ids", [])), event_ids=tuple(plan.get("event_ids", [])),
         markers=tuple(markers), whole_subject=bool(plan.get("whole_subject")),
         threads=tuple((str(t), int(seq)) for t, seq in plan.get("threads", [])), requested_at=job.created_at,
+        document_ids=tuple(int(d) for d in plan.get("document_ids", [])),
     )
 
 
@@ -377,17 +378,18 @@ def _ms_since(started: float) -> float:
     return round((time.perf_counter() - started) * 1000.0, 3)
 
 
-def _residue(target: registry.DeletionTarget) -> dict[str, list[str]]:
-    """Every registered read check, as the owning principal (each check builds ``owner_scope``): name -> places."""
-    found = {name: check(target) for name, check in registry.read_checks().items()}
+def _residue(target: registry.DeletionTarget, kind: str) -> dict[str, list[str]]:
+    """Every read check the job's kind walks, as the owning principal (each check builds ``owner_scope``): name ->
+    places."""
+    found = {name: check(target) for name, check in registry.read_checks(kind).items()}
     return {name: places for name, places in found.items() if places}
 
 
-def _purge_again(target: registry.DeletionTarget, names: list[str]) -> None:
+def _purge_again(target: registry.DeletionTarget, names: list[str], kind: str) -> None:
     """The purge steps behind the checks that found residue: the surface of the same name, or, for a check
     of a read path that spans surfaces (retrieve, export, list ...), every surface, in order. Every purge is
     idempotent, so running one again is safe."""
-    surfaces = registry.surfaces()
+    surfaces = registry.surfaces(kind)
     by_name = {s.name for s in surfaces}
     wanted = set(names) if set(names) <= by_name else by_name
     for surface in surfaces:
@@ -395,12 +397,12 @@ def _purge_again(target: registry.DeletionTarget, names: list[str]) -> None:
             surface.purge(target)
 
 
-def _verify(target: registry.DeletionTarget) -> int:
+def _verify(target: registry.DeletionTarget, kind: str = "") -> int:
     """Read every surface back; residue gets one fresh purge and one more look before it fails the step."""
-    residue = _residue(target)
+    residue = _residue(target, kind)
     if residue:
-        _purge_again(target, sorted(residue))
-        residue = _residue(target)
+        _purge_again(target, sorted(residue), kind)
+        residue = _residue(target, kind)
     if residue:
         problems = [f"{name}: {p}" for name, places in residue.items() for p in places]
         raise VerificationFailed("content still readable at " + "; ".join(problems))
@@ -506,8 +508,8 @@ def _run(job: DeletionJob, companions: list[DeletionJob] | None = None) -> str:
         del member.plan["_subject_external_id"]
     target = _combined(targets)
     steps = {s.name: s for s in job.steps.all()}
-    actions: list[tuple[str, Any]] = [(s.name, s.purge) for s in registry.surfaces()]
-    actions.append((VERIFICATION, _verify))
+    actions: list[tuple[str, Any]] = [(s.name, s.purge) for s in registry.surfaces(job.kind)]
+    actions.append((VERIFICATION, lambda t: _verify(t, job.kind)))
     others = [m.pk for m in group[1:]]
     for position, (name, action) in enumerate(actions):
         step = steps.get(name) or DeletionStep.objects.get_or_create(

@@ -13,9 +13,15 @@ from typing import Any
 
 from django.db import transaction
 
-from memory.deletion.registry import DeletionTarget, purge_surface, read_check
+from memory.deletion.registry import DeletionTarget, job_kind, purge_surface, read_check
 from memory.knowledge.models import Chunk, Document
 from memory.retrieval.models import RetrievalLog
+
+# A document's deletion job (memory/knowledge/deletion.py) walks these surfaces and read checks only, through the
+# shared runner; registered here, at app load, so that a worker resuming such a job knows it too.
+DOCUMENT_KIND = "document"
+SURFACE_PREFIX = "knowledge_"
+job_kind(DOCUMENT_KIND, prefix=SURFACE_PREFIX)
 
 
 def _prefixes(target: DeletionTarget) -> tuple[str, ...]:

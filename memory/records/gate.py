@@ -26,14 +26,13 @@ single write is a batch of one, and a batch of 500 is checked exactly like 500 s
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import connection, models, transaction
+from django.db import connection, transaction
 from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Now
@@ -41,6 +40,7 @@ from django.utils import timezone
 
 from memory import locks, metrics
 from memory.content import seal, seal_text
+from memory.db import bulk
 from memory.embedder import get_embedder
 from memory.errors import Conflict as ConflictError
 from memory.errors import EngramError
@@ -539,7 +539,7 @@ def _store(scope: Scope, fresh: list[_Pending], *, vectors: Future[list[list[flo
         conflict.records.add(record, *others)
     # The records' types are known here: no query to find out whether any is episodic.
     schedule_context([r.pk for r in records], episodic=any(r.memory_type == MemoryType.EPISODIC for r in records))
-    _copy_into(AuditEntry, [
+    bulk.copy_rows(AuditEntry, [
         AuditEntry(tenant_id=scope.tenant_id, subject_id=scope.subject_id, actor=scope.actor, action=p.write.action,
                    object_type="memory", object_id=record.pk, data=p.audit)
         for p, record in zip(fresh, records, strict=True)
@@ -604,88 +604,17 @@ def records_supersede(*, scope: Scope, winner: MemoryRecord, losers: list[Memory
     return [r.pk for r in changed]
 
 
-# Field types whose get_db_prep_save returns a value of these types unchanged (to_python of a str, an
-# int, a bool, an aware datetime): such values go to COPY as they are. Anything else (JSON, vectors, a
-# naive datetime, a model instance) takes Django's own preparation.
-_AS_IS: dict[type[models.Field], tuple[type, ...]] = {
-    models.CharField: (str,), models.TextField: (str,), models.BooleanField: (bool,),
-    models.IntegerField: (int,), models.DateTimeField: (dt.datetime,),
-}
-
-
-def _as_is_types(f: models.Field) -> tuple[type, ...]:
-    if f.is_relation:
-        target = f.target_field  # type: ignore[attr-defined]  # a ForeignKey: its target's column
-        return _as_is_types(target) if not target.is_relation else ()
-    for base in type(f).__mro__:
-        if base in _AS_IS:
-            return _AS_IS[base]
-    return ()
-
-
 def _insert_records(records: list[MemoryRecord]) -> None:
-    """Each record written once, with its full-text vector: COPY into a staging table of this connection
-    (temporary: not WAL-logged, emptied as it is read and at commit), then one INSERT … SELECT that computes
-    the vector on the way in — none for a class that requires encryption, whose text is ciphertext (as in
-    indexing.refresh_search_vectors). Setting the vector by a later UPDATE wrote every row twice: a second
-    row version and an entry in each of the table's indexes (~45 ms of a 500-record call).
-
-    The staging table is named after the records' columns, so a connection that outlives a migration
-    never copies into a table of the old shape."""
-    if not records:
-        return
+    """Each record written once, with its full-text vector computed on the way in (memory/db/bulk.py): none for
+    a class that requires encryption, whose text is ciphertext (as in indexing.refresh_search_vectors), and the
+    source event's time as ``occurred_at`` when the write named none, so a conversation's turns are read in
+    event order through an index. Setting the vector by a later UPDATE wrote every row twice (~45 ms of a
+    500-record call)."""
     q = connection.ops.quote_name
-    table, classes = q(MemoryRecord._meta.db_table), q(MemoryClass._meta.db_table)
-    columns = [q(f.column) for f in _copy_fields(MemoryRecord)]
-    stage = "engram_stage_" + hashlib.blake2b(",".join(columns).encode(), digest_size=6).hexdigest()
+    table = q(MemoryRecord._meta.db_table)
     vector, params = record_search_vector_sql()
-    computed = {
-        q("search_vector"): f"CASE WHEN NOT c.encryption_required THEN {vector} END",
-        # The source event's time, so a conversation's turns are read in event order through an index.
-        q("occurred_at"): f"coalesce({table}.{q('occurred_at')}, e.{q('occurred_at')})",
-    }
-    values = [computed.get(column, f"{table}.{column}") for column in columns]
-    with connection.cursor() as cursor:
-        cursor.execute(f"CREATE TEMPORARY TABLE IF NOT EXISTS {stage} (LIKE {table}) ON COMMIT DELETE ROWS")
-        _copy_into(MemoryRecord, records, table=stage)
-        cursor.execute(f"WITH staged AS (DELETE FROM {stage} RETURNING *) "
-                       f"INSERT INTO {table} ({', '.join(columns)}) SELECT {', '.join(values)} "
-                       f"FROM staged AS {table} JOIN {classes} c ON c.id = {table}.{q('memory_class_id')} "
-                       f"LEFT JOIN {q(Event._meta.db_table)} e ON e.id = {table}.{q('source_event_id')}", params)
-
-
-def _copy_fields(model: type[models.Model]) -> list[models.Field]:
-    return [f for f in model._meta.concrete_fields if not (f.primary_key and isinstance(f, models.AutoField))]
-
-
-def _copy_into(model: type[models.Model], objs: list[Any], *, table: str | None = None) -> None:
-    """INSERT many rows with COPY: the same values bulk_create would send (each field's pre_save and
-    get_db_prep_save), without composing a statement of 12,000 parameters. Used for rows whose ids
-    are set in Python (records) or never read back (audit rows); at 500 rows this is the difference
-    between ~1 and ~0.2 ms per record. Inside the caller's transaction, like any other statement.
-
-    Plain values (see _AS_IS) skip get_db_prep_save, which is most of the cost of preparing a row."""
-    if not objs:
-        return
-    fields = _copy_fields(model)
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
-    plan = [(f, f.attname, _as_is_types(f), getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False))
-            for f in fields]
-    with connection.cursor() as cursor, cursor.cursor.copy(
-            f"COPY {connection.ops.quote_name(table or model._meta.db_table)} ({columns}) FROM STDIN") as copy:
-        for obj in objs:
-            row = []
-            for f, attname, as_is, stamped in plan:
-                value = f.pre_save(obj, True) if stamped else getattr(obj, attname)
-                if value is not None and not _as_is(value, as_is):
-                    value = f.get_db_prep_save(value, connection)
-                row.append(value)
-            copy.write_row(row)
-
-
-def _as_is(value: Any, types: tuple[type, ...]) -> bool:
-    if not isinstance(value, types):
-        return False
-    if isinstance(value, bool):  # an int too, but an integer column needs int(value)
-        return bool in types
-    return not isinstance(value, dt.datetime) or value.tzinfo is not None  # naive: Django makes it aware
+    bulk.insert_staged(MemoryRecord, records, computed={
+        "search_vector": f"CASE WHEN NOT c.encryption_required THEN {vector} END",
+        "occurred_at": f"coalesce({table}.{q('occurred_at')}, e.{q('occurred_at')})",
+    }, joins=f"JOIN {q(MemoryClass._meta.db_table)} c ON c.id = {table}.{q('memory_class_id')} "
+             f"LEFT JOIN {q(Event._meta.db_table)} e ON e.id = {table}.{q('source_event_id')}", params=params)

@@ -1,9 +1,10 @@
 """Memory candidates in one statement: both legs, the fusion, and the explanations.
 
-Everything reads from one CTE, ``e``: ``eligible()`` compiled by the ORM, which starts from
-``MemoryRecord.objects.for_scope(scope)``, so tenant, subject, namespace grant and the class's allowed
-readers are in its WHERE clause, with validity (``live()``), servability and the task filters. Both legs
-score exactly the rows of ``e``; nothing outside it can become a candidate.
+Everything reads from one CTE, ``e``, over the scope's eligible records (memory/db/statements.py): tenant,
+subject, namespace grant and the class's allowed readers (``MemoryRecord.objects.for_scope``'s predicates) are in
+its WHERE clause, with validity (``live()``), servability and the task filters. Both legs score exactly the rows
+of ``e``; nothing outside it can become a candidate. This module holds the scoring SQL; the scope's row sources,
+the statement cache and the prepared execution are memory/db/statements.py's.
 
 *Lexical leg: Okapi BM25 over the scope's own statistics.* ``ts_rank_cd`` has no inverse document
 frequency, so a word found in every record (a speaker's name, "like") weighed as much as a rare one and
@@ -42,21 +43,23 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-import psycopg
 from django.conf import settings
-from django.db import connection
-from django.db.models import BooleanField, ExpressionWrapper, F, FloatField, Q, QuerySet, Value
-from django.db.models.functions import Now
+from django.db.models import FloatField, Q, QuerySet, Value
 from pgvector.django import CosineDistance
 
+from memory.db.statements import (
+    Filters,
+    RetrievalStatement,
+    StatementCache,
+    fetch_one_prepared,
+    scoped_sources,
+    statement_key,
+)
 from memory.models import Confidence, MemoryRecord, RecordStatus
-from memory.namespaces import under_any_q
-from memory.retrieval.models import TermBucket
 from memory.scope import Scope
 from memory.search import TEXT_SEARCH_CONFIG, vector_literal
 
@@ -75,21 +78,6 @@ GATE_SIMILARITY = float(_TUNING["gate_similarity"])
 # BM25 would give it an IDF barely above a word found in half of them; in the ceiling it counts as in a
 # corpus of at least this many records, so "the query asks about things memory never mentions" stays true.
 UNSEEN_TERM_MIN_CORPUS = 100
-
-_RECORD_COLUMNS = ("id", "namespace", "kind", "memory_type", "field", "fact", "text", "source_type", "confidence",
-                   "valid_from", "created_at", "memory_class_id", "status", "valid_until")
-
-
-@dataclass(frozen=True)
-class Filters:
-    """The request's task filters, after validation and narrowing to the scope."""
-
-    namespaces: list[str] | None  # None: every namespace the scope allows
-    kinds: list[str] | None = None
-    types: list[str] | None = None
-    fields: list[str] | None = None
-    source_types: list[str] | None = None
-
 
 @dataclass
 class Candidate:
@@ -131,27 +119,6 @@ def eligible(scope: Scope, filters: Filters) -> QuerySet[MemoryRecord]:
     servable = Q(confidence=Confidence.CONFIRMED) | Q(confidence=Confidence.CANDIDATE,
                                                       memory_class__candidates_retrievable=True)
     return _filtered(MemoryRecord.objects.for_scope(scope).live().filter(servable), filters)
-
-
-def _not_servable(scope: Scope, filters: Filters) -> QuerySet[MemoryRecord]:
-    not_live = (~Q(status=RecordStatus.ACTIVE) | Q(valid_until__lte=Now())
-                | Q(confidence=Confidence.CANDIDATE, memory_class__candidates_retrievable=False))
-    return _filtered(MemoryRecord.objects.for_scope(scope), filters).filter(not_live)
-
-
-def _compiled(qs: QuerySet[Any]) -> tuple[list[str], str, tuple[Any, ...]]:
-    """A values() queryset as (column names in SELECT order, sql, params), to use as a CTE."""
-    query = qs.query
-    columns = [*query.values_select, *query.annotation_select]
-    sql, params = query.sql_with_params()
-    return columns, sql, params
-
-
-def _seconds(field: str) -> Any:
-    from django.db.models import Func
-
-    return Func(F(field), function="EXTRACT", template="EXTRACT(EPOCH FROM %(expressions)s)",
-                output_field=FloatField())
 
 
 _SEARCH_SQL = """
@@ -280,8 +247,9 @@ SELECT
     {answered}
 """
 
-# The two variants of the statement's parts (see _statement). Scan: every scoped row, with BM25's statistics counted
-# over them, unless the subject has its own indexes (then it scores nothing and says so).
+# The two variants of the statement's parts (memory/db/statements.RetrievalStatement composes them in). Scan:
+# every scoped row, with BM25's statistics counted over them, unless the subject has its own indexes (then it
+# scores nothing and says so).
 _SCAN = {
     "ef_search": "",
     "subject": "%(subject)s",
@@ -382,100 +350,18 @@ MAX_EF_SEARCH = 1000
 LEXICAL_POSTINGS_PER_POOL = 10
 
 _E_COLUMNS = ("id", "embed_class")  # what the legs read; the rest is read back for the picked rows
-_PLACEHOLDER = re.compile(r"%%|%s")
 
 
-def _named(sql: str, params: tuple[Any, ...], prefix: str) -> tuple[str, dict[str, Any]]:
-    """The ORM's positional placeholders as named ones, so that its SQL can sit inside the statement's own."""
-    names: dict[str, Any] = {}
-
-    def name(match: re.Match[str]) -> str:
-        if match.group() == "%%":
-            return "%%"
-        key = f"{prefix}{len(names)}"
-        names[key] = params[len(names)]
-        return f"%({key})s"
-
-    return _PLACEHOLDER.sub(name, sql), names
-
-
-def scoped_buckets(scope: Scope, filters: Filters) -> QuerySet[TermBucket]:
-    """The term-statistics buckets of what ``scope`` may read: the tenant, subject, namespace grant and class-reader
-    predicates of ``MemoryRecord.objects.for_scope`` and the task's namespaces, on the buckets' own columns."""
-    qs = TermBucket.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id,
-                                   memory_class__allowed_readers__contains=[scope.reader_role])
-    if scope.namespaces is not None:
-        qs = qs.filter(under_any_q(scope.namespaces))
-    if filters.namespaces is not None:
-        qs = qs.filter(under_any_q(filters.namespaces))
-    return qs
-
-
-@dataclass
-class _Compiled:
-    parts: dict[str, str]  # the compiled CTEs and the packet's columns
-    params: dict[str, Any]
-    scan: str  # the same text for every subject of the same scope shape: one prepared statement serves them all
-    indexed: str | None = None  # this subject's own text, built on first use (large subjects only)
-
-
-_STATEMENTS: OrderedDict[str, _Compiled] = OrderedDict()
 _STATEMENTS_KEPT = 1024
+_STATEMENTS: StatementCache[RetrievalStatement] = StatementCache(_STATEMENTS_KEPT)
 
 
-def statement_key(scope: Scope, filters: Filters) -> tuple[Any, ...]:
-    return (scope.tenant_id, scope.subject_id, scope.reader_role, scope.namespaces, filters)
-
-
-def _compiled_statement(scope: Scope, filters: Filters) -> _Compiled:
-    """The statement for one scope and set of filters, compiled once per process (a small LRU): the ORM builds the
-    same SQL for the same scope and filters, and compiling the querysets cost more than running them on small
-    scopes. The key is what the statement is built from: the scope's tenant, subject (both are parameters of it),
-    reader role and namespace grant (predicates of ``for_scope``) and the filters. Who asks (the actor, the agent
-    key, the user) changes nothing in it, so every key and person reading one subject shares one entry."""
-    key = repr(statement_key(scope, filters))
-    if key in _STATEMENTS:
-        _STATEMENTS.move_to_end(key)
-        return _STATEMENTS[key]
-    e_columns, e_sql, e_params = _compiled(
-        eligible(scope, filters)
-        .annotate(embed_class=F("memory_class__embed"), max_retention_s=_seconds("memory_class__max_retention"),
-                  default_ttl_s=_seconds("memory_class__default_ttl"))
-        .values(*_RECORD_COLUMNS, "search_vector", "embedding", "embed_class", "max_retention_s", "default_ttl_s"))
-    b_columns, b_sql, b_params = _compiled(scoped_buckets(scope, filters).values("id", "records", "length"))
-    x_columns, x_sql, x_params = _compiled(
-        _not_servable(scope, filters)
-        .annotate(is_expired=ExpressionWrapper(Q(valid_until__lte=Now()), output_field=BooleanField()),
-                  max_retention_s=_seconds("memory_class__max_retention"),
-                  default_ttl_s=_seconds("memory_class__default_ttl"))
-        .values("id", "namespace", "kind", "text", "status", "confidence", "search_vector", "embedding",
-                "is_expired", "max_retention_s", "default_ttl_s"))
-    e_sql, e_named = _named(e_sql, e_params, "e")
-    b_sql, b_named = _named(b_sql, b_params, "b")
-    x_sql, x_named = _named(x_sql, x_params, "x")
-    parts = {
-        "e_columns": ", ".join(e_columns), "e_sql": e_sql, "e_kept": ", ".join(f"eligible.{c}" for c in _E_COLUMNS),
-        "b_columns": ", ".join(b_columns), "b_sql": b_sql, "x_columns": ", ".join(x_columns), "x_sql": x_sql,
-        # The packet's columns only: the vectors stay in the database.
-        "row_object": ", ".join(f"'{name}', el.{name}"
-                                for name in (*_RECORD_COLUMNS, "max_retention_s", "default_ttl_s")),
-    }
-    compiled = _Compiled(parts=parts, params={**e_named, **b_named, **x_named, "subject": scope.subject_id},
-                         scan=_SEARCH_SQL.format(**parts, **_SCAN))
-    _STATEMENTS[key] = compiled
-    while len(_STATEMENTS) > _STATEMENTS_KEPT:
-        _STATEMENTS.popitem(last=False)
-    return compiled
-
-
-def _indexed_statement(compiled: _Compiled, subject_id: int, pool: int) -> str:
-    """The indexed variant's text for one subject (its id and the vector candidates' count are constants in it)."""
-    if compiled.indexed is None:
-        subject = str(int(subject_id))
-        parts = {name: text.format(subject=subject, vector_candidates="{vector_candidates}", **compiled.parts)
-                 for name, text in _INDEXED.items()}
-        compiled.indexed = _SEARCH_SQL.format(**compiled.parts, **parts)
-    return compiled.indexed.replace("{vector_candidates}", str(_vector_candidates(pool)))
+def _compiled_statement(scope: Scope, filters: Filters) -> RetrievalStatement:
+    """The statement for one scope and set of filters, built once per process (a small LRU, keyed on
+    ``statement_key``: what the statement and its scope parameters are built from)."""
+    return _STATEMENTS.get_or_build(statement_key(scope, filters), lambda: RetrievalStatement(
+        scoped_sources(scope, filters), scope.subject_id, template=_SEARCH_SQL, scan=_SCAN, indexed=_INDEXED,
+        kept=_E_COLUMNS))
 
 
 def _vector_candidates(pool: int) -> int:
@@ -516,18 +402,18 @@ def search(scope: Scope, filters: Filters, query: str, vector: list[float], *, p
     row: tuple[Any, ...] | None = None
     indexed = False
     if indexable and scope.subject_id in _INDEXED_SUBJECTS:
-        row = _fetch_prepared(_indexed_statement(compiled, scope.subject_id, pool), params)
+        row = fetch_one_prepared(compiled.indexed(_vector_candidates(pool)), params)
         indexed = bool(row[3])
         _remember(scope.subject_id, indexed)
     if not indexed:
         # Exact when asked, when the indexes cannot serve this request, or when they just could not fill it.
-        row = _fetch_prepared(compiled.scan, {**params, "exact": exact or not indexable or row is not None})
+        row = fetch_one_prepared(compiled.scan, {**params, "exact": exact or not indexable or row is not None})
         if not row[3]:  # the subject has its own indexes: they answer
-            row = _fetch_prepared(_indexed_statement(compiled, scope.subject_id, pool), params)
+            row = fetch_one_prepared(compiled.indexed(_vector_candidates(pool)), params)
             indexed = bool(row[3])
             _remember(scope.subject_id, indexed)
             if not indexed:  # fewer than a full pool survived the scope predicates: every scoped row, exactly
-                row = _fetch_prepared(compiled.scan, {**params, "exact": True})
+                row = fetch_one_prepared(compiled.scan, {**params, "exact": True})
     assert row is not None
     found, excluded, pending, _ = row
     found = json.loads(found) if isinstance(found, str) else found
@@ -539,34 +425,6 @@ def search(scope: Scope, filters: Filters, query: str, vector: list[float], *, p
         pending = semantic_pending(scope, filters)
     return SearchResult(candidates=candidates, excluded=[_reason(x) for x in excluded], pending=int(pending),
                         indexed=indexed)
-
-
-def _fetch_prepared(sql: str, params: dict[str, Any]) -> tuple[Any, ...]:
-    """One row of ``sql`` through a server-side prepared statement.
-
-    Planning the memory statement cost about as much as running it on a subject of a few hundred records. Its text
-    does not depend on which subject asks (tenant, subject and the task filters are parameters), so once prepared on
-    a connection PostgreSQL soon switches to a generic plan and stops planning it per retrieve. Django's cursors bind
-    on the client, which cannot prepare; this is psycopg's server-binding cursor, in Django's cursor wrapper (its
-    execute wrappers and error translation apply). Django leaves psycopg's preparing off (``prepare_threshold``
-    None); only server-binding cursors, i.e. this one, are affected by turning it on. Where Django logs queries,
-    this one is logged with its parameters inlined, as Django's own cursors show them."""
-    connection.close_if_health_check_failed()
-    connection.ensure_connection()
-    connection.validate_thread_sharing()
-    with connection.wrap_database_errors:
-        if connection.connection.prepare_threshold is None:
-            connection.connection.prepare_threshold = 0
-        raw: Any = psycopg.Cursor(connection.connection)
-    started = time.monotonic()
-    with connection.make_cursor(raw) as cursor:
-        cursor.execute(sql, params)
-        row = tuple(cursor.fetchone())
-    if connection.queries_logged:
-        ops: Any = connection.ops  # PostgreSQL's operations: compose_sql is theirs
-        connection.queries_log.append({"sql": ops.compose_sql(sql, params),
-                                       "time": f"{time.monotonic() - started:.3f}"})
-    return row
 
 
 def forget_indexed_subjects() -> None:

@@ -122,3 +122,41 @@ def test_knowledge_surfaces_leave_memory_targets_alone(agent, handbook):
 
     assert rows == [0, 0, 0]
     assert Document.objects.count() == 1 and Chunk.objects.count() == 1
+
+
+def test_a_deletion_that_cannot_finish_is_the_runners_to_retry_and_deleting_again_resumes_it(agent, handbook,
+                                                                                              settings, monkeypatch):
+    """A document's job runs through the shared deletion runner: a surface that keeps failing is retried per step,
+    the job waits for the runner's next try (409 to the caller, the status URL says pending), and asking again
+    resumes it where it stopped."""
+    settings.ENGRAM_DELETION_RETRY_BASE_SECONDS, settings.ENGRAM_DELETION_STEP_ATTEMPTS = 0, 3
+    document_id = agent.post(URL, doc_body()).json()["document_id"]
+    failing = {"on": True}
+
+    def flaky(target):
+        if target.document_ids and failing["on"]:
+            raise RuntimeError("the surface is unavailable")
+        return 0
+
+    # A knowledge surface after the document row's, registered as any area registers one.
+    monkeypatch.setitem(registry._surfaces, "knowledge_flaky", registry.Surface("knowledge_flaky", 50, flaky))
+
+    first = agent.delete(f"{URL}/{document_id}")
+
+    assert first.status_code == 409 and first.json()["code"] == "deletion_incomplete"
+    job = DeletionJob.objects.get(kind="document")
+    assert job.status == "pending" and job.retry_at is not None
+    steps = {s.name: s for s in job.steps.all()}
+    assert steps["knowledge_flaky"].status == "failed" and steps["knowledge_flaky"].attempts == 3
+    assert steps["knowledge_document"].status == "done" and not Document.objects.filter(pk=document_id).exists()
+    assert agent.get(f"/api/v1/deletions/{job.pk}").json()["status"] == "pending"
+
+    failing["on"] = False
+    again = agent.delete(f"{URL}/{document_id}")
+
+    assert again.status_code == 202, again.json()
+    assert again.json()["deletion_id"] == job.pk and again.json()["status"] == "completed"
+    assert {s["name"]: s["status"] for s in again.json()["steps"]} == {
+        "knowledge_retrieval_logs": "done", "knowledge_chunks": "done", "knowledge_document": "done",
+        "knowledge_flaky": "done", "verification": "done"}
+    assert DeletionJob.objects.count() == 1
