@@ -1,8 +1,8 @@
 """The migrated schema against the rules of a tenant-sharded PostgreSQL (Citus), read from PostgreSQL's catalog.
 
-memory/sharding.py places every table (distributed by tenant_id, reference, local) and pins what still breaks
-a rule; docs/scaling.md explains both. A new table, a new unique constraint or a new foreign key that breaks
-a rule fails here; so does a pinned exception that has been fixed (remove it from the list).
+memory/sharding.py places every table (distributed by tenant_id, reference, local) and names the rules;
+docs/scaling.md explains both. A new table, a new key, a new unique constraint or a new foreign key that breaks
+a rule fails here: there is no exception.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from memory.sharding import DISTRIBUTION_COLUMN, KNOWN, PLACEMENT
+from memory.sharding import DISTRIBUTION_COLUMN, PLACEMENT, RULES
 
 pytestmark = pytest.mark.django_db
 
@@ -40,8 +40,10 @@ def _catalog() -> dict[str, Any]:
         WHERE n.nspname = 'public' AND x.indisunique""")
     foreign_keys = _rows("""
         SELECT src.relname, dst.relname,
-               array(SELECT a.attname FROM unnest(c.conkey) k JOIN pg_attribute a
-                     ON a.attrelid = c.conrelid AND a.attnum = k)::text[]
+               array(SELECT a.attname FROM unnest(c.conkey) WITH ORDINALITY k(n, i) JOIN pg_attribute a
+                     ON a.attrelid = c.conrelid AND a.attnum = k.n ORDER BY k.i)::text[],
+               array(SELECT a.attname FROM unnest(c.confkey) WITH ORDINALITY k(n, i) JOIN pg_attribute a
+                     ON a.attrelid = c.confrelid AND a.attnum = k.n ORDER BY k.i)::text[]
         FROM pg_constraint c JOIN pg_class src ON src.oid = c.conrelid JOIN pg_class dst ON dst.oid = c.confrelid
         JOIN pg_namespace n ON n.oid = src.relnamespace
         WHERE n.nspname = 'public' AND c.contype = 'f'""")
@@ -50,7 +52,7 @@ def _catalog() -> dict[str, Any]:
 
 def _breaches(catalog: dict[str, Any]) -> dict[str, set[str]]:
     distributed = {t for t, p in PLACEMENT.items() if p == "distributed"}
-    found: dict[str, set[str]] = {rule: set() for rule in KNOWN}
+    found: dict[str, set[str]] = {rule: set() for rule in RULES}
     for table in sorted(catalog["tables"] & distributed):
         if table not in catalog["tenant_nullable"]:
             found["no_tenant_column"].add(table)
@@ -59,10 +61,11 @@ def _breaches(catalog: dict[str, Any]) -> dict[str, set[str]]:
     for table, index, primary, columns in catalog["uniques"]:
         if table in distributed and TENANT not in columns:
             found["primary_key"].add(table) if primary else found["unique"].add(index)
-    for source, target, columns in catalog["foreign_keys"]:
+    for source, target, columns, referenced in catalog["foreign_keys"]:
         name = f"{source}.{','.join(columns)}"
         placed = PLACEMENT.get(source), PLACEMENT.get(target)
-        if placed == ("distributed", "distributed") and TENANT not in columns:
+        # Both rows on one node: the child's tenant_id is the parent's tenant_id, column for column.
+        if placed == ("distributed", "distributed") and (TENANT, TENANT) not in zip(columns, referenced, strict=True):
             found["foreign_key"].add(name)
         elif placed == ("reference", "distributed"):
             found["reference_to_distributed"].add(name)
@@ -78,24 +81,30 @@ def test_it_places_every_table_of_the_migrated_schema() -> None:
     assert sorted(set(PLACEMENT) - tables) == [], "memory/sharding.py names a table the migrations do not create"
 
 
-@pytest.mark.parametrize("rule", sorted(KNOWN))
-def test_it_breaks_no_sharding_rule_beyond_the_pinned_exceptions(rule: str) -> None:
+@pytest.mark.parametrize("rule", sorted(RULES))
+def test_it_breaks_no_sharding_rule(rule: str) -> None:
     found = _breaches(_catalog())[rule]
 
-    assert sorted(found - KNOWN[rule]) == [], f"new breach of the {rule!r} rule (see docs/scaling.md)"
-    assert sorted(KNOWN[rule] - found) == [], f"fixed: remove these from KNOWN[{rule!r}] in memory/sharding.py"
+    assert sorted(found) == [], f"{RULES[rule]} (see docs/scaling.md)"
 
 
-def test_it_finds_a_breach_the_pinned_lists_do_not_hold() -> None:
-    """The check itself can fail: a unique constraint without tenant_id on a distributed table is found."""
+def test_it_finds_a_breach() -> None:
+    """The check itself can fail: a unique constraint without tenant_id, a reference table pointing at a
+    distributed one, and foreign keys between distributed tables without the tenant or pairing it wrongly."""
     catalog = _catalog()
     catalog["uniques"].append(("memory_memoryrecord", "record_unique_text", False, ["text"]))
-    catalog["foreign_keys"].append(("memory_tenant", "memory_subject", ["owner_id"]))
+    catalog["uniques"].append(("memory_event", "memory_event_pkey", True, ["id"]))
+    catalog["foreign_keys"].append(("memory_tenant", "memory_subject", ["owner_id"], ["id"]))
+    catalog["foreign_keys"].append(("memory_event", "memory_subject", ["subject_id"], ["id"]))
+    catalog["foreign_keys"].append(("memory_candidate", "memory_memoryrecord", ["tenant_id", "result_record_id"],
+                                    ["id", "tenant_id"]))
 
     found = _breaches(catalog)
 
-    assert "record_unique_text" in found["unique"] - KNOWN["unique"]
-    assert "memory_tenant.owner_id" in found["reference_to_distributed"]
+    assert found["unique"] == {"record_unique_text"}
+    assert found["primary_key"] == {"memory_event"}
+    assert found["reference_to_distributed"] == {"memory_tenant.owner_id"}
+    assert found["foreign_key"] == {"memory_event.subject_id", "memory_candidate.tenant_id,result_record_id"}
 
 
 BEFORE_TENANT_COLUMNS = [("deletion", "0003_thread_clear_kind"), ("knowledge", "0002_chunk_embedding_inline"),
