@@ -84,7 +84,7 @@ class SubjectAdmin(TenantLinksAdmin):
     search_fields = ["external_id", "display_name"]
     readonly_fields = ["tenant", "external_id", "created_at"]
 
-    def get_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         return ["tenant", "external_id", "display_name", "kind", "users", "created_at"]
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:

@@ -69,8 +69,8 @@ class Subject(models.Model):
     # token, or in the admin. Empty: the linked person's name, else the external id.
     display_name = models.CharField(max_length=200, blank=True, default="")
     # People who may see this subject's memories in the browser (/me/).
-    users = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="subjects", blank=True,
-                                   through="SubjectUser")
+    users: models.ManyToManyField[Any, SubjectUser] = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, related_name="subjects", blank=True, through="SubjectUser")
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = SubjectQuerySet.as_manager()
@@ -381,7 +381,8 @@ class Conflict(models.Model):
     subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="conflicts", db_constraint=False)
     namespace = models.CharField(max_length=300)
     field = models.CharField(max_length=128)
-    records = models.ManyToManyField(MemoryRecord, related_name="conflicts", through="ConflictRecord")
+    records: models.ManyToManyField[MemoryRecord, ConflictRecord] = models.ManyToManyField(
+        MemoryRecord, related_name="conflicts", through="ConflictRecord")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
     resolution = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

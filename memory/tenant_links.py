@@ -32,7 +32,8 @@ def tenant_link(model: str, table: str, links: tuple[tuple[str, models.ForeignKe
             migrations.CreateModel(
                 name=model,
                 fields=[
-                    ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                    ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False,
+                                               verbose_name='ID')),
                     *links,
                 ],
                 options={'db_table': table, 'unique_together': {(first, second)}},

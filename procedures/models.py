@@ -33,8 +33,9 @@ class Procedure(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="procedures")
     name = models.CharField(max_length=64)
     scope = models.CharField(max_length=16, choices=Scope.choices, default=Scope.ORG)
-    members = models.ManyToManyField(Subject, related_name="procedures", blank=True, through="ProcedureMember",
-                                     help_text="Subjects that may read a project procedure.")
+    members: models.ManyToManyField[Subject, ProcedureMember] = models.ManyToManyField(
+        Subject, related_name="procedures", blank=True, through="ProcedureMember",
+        help_text="Subjects that may read a project procedure.")
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
                               related_name="+", help_text="The person responsible for the procedure.")
     # 0 until the first version is published. Moved only under select_for_update on this row.

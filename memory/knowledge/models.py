@@ -31,7 +31,8 @@ class AccessDomain(models.Model):
     name = models.CharField(max_length=64, help_text="Lowercase letters, digits, '_', '-', '.'.")
     description = models.TextField(blank=True)
     all_subjects = models.BooleanField(default=False, help_text="Every subject of the tenant may read it.")
-    readers = models.ManyToManyField(Subject, related_name="access_domains", blank=True, through="AccessDomainReader")
+    readers: models.ManyToManyField[Subject, AccessDomainReader] = models.ManyToManyField(
+        Subject, related_name="access_domains", blank=True, through="AccessDomainReader")
     reader_kinds = ArrayField(
         models.CharField(max_length=16, choices=Subject.Kind.choices), default=list, blank=True,
         help_text="Subject kinds whose every subject may read it (user, project, agent, org).",
