@@ -162,3 +162,91 @@ def test_it_fills_the_tenant_of_steps_chunks_and_versions_written_before_the_col
 
     with pytest.raises(IntegrityError, match="immutable"), transaction.atomic():
         _rows("UPDATE procedures_procedureversion SET body = 'changed' RETURNING id")
+
+
+def test_the_database_refuses_a_row_whose_parent_is_of_another_tenant(agent, foreign_agent) -> None:
+    """The composite foreign keys hold a child row to its parent's tenant: one node on Citus, and on one
+    PostgreSQL no row that one tenant's reads could reach through another tenant's parent."""
+    from django.db import IntegrityError, transaction
+
+    from memory.models import Event
+
+    with pytest.raises(IntegrityError, match="memory_event_subject_id_tenant_fk"), transaction.atomic():
+        Event.objects.create(tenant=foreign_agent.tenant, subject=agent.subject, external_id="evt_1",
+                             source_type="explicit_user_statement", payload_hash="h", actor="agent")
+        with connection.cursor() as cursor:
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+
+
+BEFORE_TENANT_KEYS = [("memory", "0007_subject_display_name")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_fills_the_tenant_of_links_term_counts_and_system_audit_rows_written_before_the_keys() -> None:
+    from django.contrib.auth import get_user_model
+    from django.db.migrations.executor import MigrationExecutor
+
+    from memory.identity.services import tenant_create
+
+    MigrationExecutor(connection).migrate(BEFORE_TENANT_KEYS)
+    tenants = [tenant_create(slug="one"), tenant_create(slug="two")]
+    records = []
+    with connection.cursor() as cursor:
+        for t in tenants:
+            user = get_user_model().objects.create_user(username=f"u{t.pk}", password="pw-12345678")
+            cursor.execute("INSERT INTO memory_subject (tenant_id, kind, external_id, display_name, created_at) "
+                           "VALUES (%s, 'user', 'usr', '', now()) RETURNING id", [t.pk])
+            subject = cursor.fetchone()[0]
+            cursor.execute("INSERT INTO memory_subject_users (subject_id, user_id) VALUES (%s, %s)", [subject, user.pk])
+            cursor.execute("SELECT id FROM memory_memoryclass WHERE tenant_id = %s LIMIT 1", [t.pk])
+            memory_class = cursor.fetchone()[0]
+            record = f"mem_{t.pk}"
+            records.append(record)
+            cursor.execute(
+                "INSERT INTO memory_memoryrecord (id, tenant_id, subject_id, namespace, kind, memory_type, field, "
+                "fact, text, source_type, confidence, sensitivity, memory_class_id, status, status_reason, "
+                "valid_from, created_at, content_hash) VALUES (%s, %s, %s, 'user', 'fact', 'semantic', 'f', '{}', "
+                "'t', 'explicit_user_statement', 'confirmed', 'low', %s, 'expired', '', now(), now(), 'h')",
+                [record, t.pk, subject, memory_class])
+            cursor.execute("INSERT INTO memory_conflict (tenant_id, subject_id, namespace, field, status, resolution, "
+                           "created_at) VALUES (%s, %s, 'user', 'f', 'open', '', now()) RETURNING id", [t.pk, subject])
+            cursor.execute("INSERT INTO memory_conflict_records (conflict_id, memoryrecord_id) VALUES (%s, %s)",
+                           [cursor.fetchone()[0], record])
+            cursor.execute("INSERT INTO retrieval_termbucket (tenant_id, subject_id, namespace, memory_class_id, "
+                           "records, length) VALUES (%s, %s, 'user', %s, 1, 1) RETURNING id",
+                           [t.pk, subject, memory_class])
+            cursor.execute("INSERT INTO retrieval_termcount (bucket_id, lexeme, records) VALUES (%s, 'word', 1)",
+                           [cursor.fetchone()[0]])
+            cursor.execute("INSERT INTO knowledge_accessdomain (tenant_id, name, description, all_subjects, "
+                           "reader_kinds, created_at) VALUES (%s, 'd', '', false, '{}', now()) RETURNING id", [t.pk])
+            cursor.execute("INSERT INTO knowledge_accessdomain_readers (accessdomain_id, subject_id) VALUES (%s, %s)",
+                           [cursor.fetchone()[0], subject])
+            cursor.execute("INSERT INTO procedures_procedure (tenant_id, name, scope, current_number, created_at) "
+                           "VALUES (%s, 'p', 'project', 0, now()) RETURNING id", [t.pk])
+            cursor.execute("INSERT INTO procedures_procedure_members (procedure_id, subject_id) VALUES (%s, %s)",
+                           [cursor.fetchone()[0], subject])
+        for action, data in [("memory.expire", f'{{"memory_ids": ["{records[0]}", "{records[1]}"]}}'),
+                             ("threads.retention", '{"threads": ["thr_gone"]}')]:
+            cursor.execute("INSERT INTO memory_auditentry (tenant_id, actor, action, object_type, object_id, data, "
+                           "created_at) VALUES (NULL, 'system', %s, 'memory', 'sweep', %s, now())", [action, data])
+
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+    copied = _rows("""
+        SELECT 'user', l.tenant_id = p.tenant_id FROM memory_subject_users l
+            JOIN memory_subject p ON p.id = l.subject_id
+        UNION ALL SELECT 'conflict', l.tenant_id = p.tenant_id FROM memory_conflict_records l
+            JOIN memory_conflict p ON p.id = l.conflict_id
+        UNION ALL SELECT 'term', l.tenant_id = p.tenant_id FROM retrieval_termcount l
+            JOIN retrieval_termbucket p ON p.id = l.bucket_id
+        UNION ALL SELECT 'reader', l.tenant_id = p.tenant_id FROM knowledge_accessdomain_readers l
+            JOIN memory_subject p ON p.id = l.subject_id
+        UNION ALL SELECT 'member', l.tenant_id = p.tenant_id FROM procedures_procedure_members l
+            JOIN procedures_procedure p ON p.id = l.procedure_id""")
+    kinds = ("user", "conflict", "term", "reader", "member")
+    assert sorted(copied) == sorted([(kind, True) for kind in kinds for _ in tenants])
+    # The expiry's row is split by tenant, each naming its own record; the thread sweep's names no tenant left.
+    audit = _rows("SELECT tenant_id, action, data ->> 'memory_ids' FROM memory_auditentry "
+                  "WHERE action IN ('memory.expire', 'threads.retention')")
+    assert sorted(audit) == [(t.pk, "memory.expire", f'["{r}"]') for t, r in zip(tenants, records, strict=True)]
