@@ -1,4 +1,4 @@
-"""How each table would be placed on a tenant-sharded PostgreSQL (Citus), and what still stands in the way.
+"""How each table is placed on a tenant-sharded PostgreSQL (Citus), and the rules the schema meets there.
 
 Citus distributes a table by one column and keeps every row with the same value on one node. It then asks:
 
