@@ -118,6 +118,8 @@ if env_str("ENGRAM_DB_NAME"):
 DATABASES["default"].setdefault("TEST", {})
 if env_str("ENGRAM_TEST_DB_NAME"):
     DATABASES["default"]["TEST"]["NAME"] = env_str("ENGRAM_TEST_DB_NAME")
+# Django's PostgreSQL backend, aware of the (id, tenant_id) primary keys of the tables distributed by tenant.
+DATABASES["default"]["ENGINE"] = "config.database"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Shared cache backend (database) so that invalidation on one node reaches every node. "default" holds

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.widgets import FilteredSelectMultiple
+from django.contrib.auth import get_user_model
 from django.http import HttpRequest
 
 from memory.errors import EngramError
@@ -21,6 +24,22 @@ from memory.models import (
     Tenant,
     Tombstone,
 )
+
+
+class TenantLinksAdmin(admin.ModelAdmin):
+    """Edits many-to-many fields whose link rows carry the tenant (distributed by it: memory/sharding.py).
+
+    Django's admin leaves a many-to-many field with its own link model out of its forms, and the form's own save
+    would write links without their tenant; so the form declares the field and the links are written here, with
+    the parent row's tenant."""
+
+    tenant_links: tuple[str, ...] = ()
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        chosen = {name: form.cleaned_data.pop(name) for name in self.tenant_links if name in form.cleaned_data}
+        super().save_related(request, form, formsets, change)
+        for name, items in chosen.items():
+            getattr(form.instance, name).set(items, through_defaults={"tenant_id": form.instance.tenant_id})
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -46,15 +65,27 @@ class TenantAdmin(admin.ModelAdmin):
         return False
 
 
+class SubjectForm(forms.ModelForm):
+    users = forms.ModelMultipleChoiceField(queryset=get_user_model().objects.all(), required=False,
+                                           widget=FilteredSelectMultiple("users", is_stacked=False))
+
+    class Meta:
+        model = Subject
+        fields = ["display_name", "kind", "users"]
+
+
 @admin.register(Subject)
-class SubjectAdmin(admin.ModelAdmin):
+class SubjectAdmin(TenantLinksAdmin):
+    form = SubjectForm
+    tenant_links = ("users",)
     list_display = ["external_id", "display_name", "kind", "tenant", "created_at"]
     list_filter = ["kind", "tenant"]
     list_select_related = ["tenant"]
     search_fields = ["external_id", "display_name"]
-    fields = ["tenant", "external_id", "display_name", "kind", "users", "created_at"]
     readonly_fields = ["tenant", "external_id", "created_at"]
-    filter_horizontal = ["users"]
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return ["tenant", "external_id", "display_name", "kind", "users", "created_at"]
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # subject erasure is DELETE /api/v1/subject (a tracked job)

@@ -2,6 +2,11 @@
 
 Embeddings and full-text vectors on MemoryRecord are *derived* columns: rebuilt from the record
 by ``manage.py reembed``, never the source of truth.
+
+Foreign keys between tables distributed by tenant (memory/sharding.py) are declared ``db_constraint=False``: the
+database holds them as composite keys, ``(tenant_id, x_id)`` onto ``(id, tenant_id)`` primary keys, written by
+``memory/migrations/0009_composite_keys.py``, which Django's single-column constraints cannot express. The ORM
+still joins and cascades on ``id``; the database checks that a child row has its parent's tenant.
 """
 
 from __future__ import annotations
@@ -64,7 +69,8 @@ class Subject(models.Model):
     # token, or in the admin. Empty: the linked person's name, else the external id.
     display_name = models.CharField(max_length=200, blank=True, default="")
     # People who may see this subject's memories in the browser (/me/).
-    users = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="subjects", blank=True)
+    users: models.ManyToManyField[Any, SubjectUser] = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, related_name="subjects", blank=True, through="SubjectUser")
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = SubjectQuerySet.as_manager()
@@ -88,6 +94,18 @@ class Subject(models.Model):
             full = user.get_full_name().strip() if hasattr(user, "get_full_name") else ""
             return full or user.get_username()
         return self.external_id
+
+
+class SubjectUser(models.Model):
+    """A person who may see a subject's memories (``Subject.users``), stored with the subject's tenant."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="+", db_constraint=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        db_table = "memory_subject_users"
+        constraints = [models.UniqueConstraint(fields=["subject", "user", "tenant"], name="subject_user_unique")]
 
 
 class AgentKey(models.Model):
@@ -163,7 +181,7 @@ class Event(models.Model):
 
     id = models.CharField(primary_key=True, max_length=40, default=new_event_id, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="events")
+    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="events", db_constraint=False)
     external_id = models.CharField(max_length=128)
     source_type = models.CharField(max_length=32)
     payload_hash = models.CharField(max_length=64)
@@ -237,7 +255,7 @@ class MemoryRecordQuerySet(models.QuerySet["MemoryRecord"]):
 class MemoryRecord(models.Model):
     id = models.CharField(primary_key=True, max_length=40, default=new_memory_id, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="records")
+    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="records", db_constraint=False)
     namespace = models.CharField(max_length=300)
     kind = models.CharField(max_length=64)
     memory_type = models.CharField(max_length=16, choices=MemoryType.choices, default=MemoryType.SEMANTIC)
@@ -246,7 +264,8 @@ class MemoryRecord(models.Model):
     fact = models.JSONField()
     text = models.TextField()
     source_type = models.CharField(max_length=32, choices=SourceType.choices)
-    source_event = models.ForeignKey(Event, on_delete=models.SET_NULL, null=True, related_name="records")
+    source_event = models.ForeignKey(Event, on_delete=models.SET_NULL, null=True, related_name="records",
+                                     db_constraint=False)
     source_ref = models.JSONField(null=True, blank=True, help_text="{system, id} of a system of record.")
     confidence = models.CharField(max_length=16, choices=Confidence.choices, default=Confidence.CONFIRMED)
     sensitivity = models.CharField(max_length=16, choices=MemoryClass.Sensitivity.choices)
@@ -259,9 +278,10 @@ class MemoryRecord(models.Model):
     # conversation's turns can be read in event order through an index (the context windows' neighbours).
     occurred_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    supersedes = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    supersedes = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+                                   db_constraint=False)
     superseded_by = models.ForeignKey(
-        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+", db_constraint=False
     )
     content_hash = models.CharField(max_length=64, help_text="sha256 of the normalised fact, for dedupe.")
     # Derived read surfaces.
@@ -312,14 +332,15 @@ class Candidate(models.Model):
 
     id = models.CharField(primary_key=True, max_length=40, default=new_candidate_id, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="candidates")
+    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="candidates", db_constraint=False)
     namespace = models.CharField(max_length=300)
     kind = models.CharField(max_length=64)
     memory_type = models.CharField(max_length=16, choices=MemoryType.choices, default=MemoryType.SEMANTIC)
     field = models.CharField(max_length=128)
     fact = models.JSONField()
     text = models.TextField()
-    source_event = models.ForeignKey(Event, on_delete=models.SET_NULL, null=True, related_name="candidates")
+    source_event = models.ForeignKey(Event, on_delete=models.SET_NULL, null=True, related_name="candidates",
+                                     db_constraint=False)
     # Evidence: [{"event_id", "text", "at"}], the source events' words, shown to reviewers.
     evidence = models.JSONField(default=list)
     model_confidence = models.FloatField(null=True, blank=True)
@@ -328,11 +349,12 @@ class Candidate(models.Model):
     reasons = models.JSONField(default=list, help_text="Why consolidation decided what it did.")
     # The active record this candidate would affect, as seen in consolidation's snapshot.
     conflict_record = models.ForeignKey(
-        MemoryRecord, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        MemoryRecord, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", db_constraint=False
     )
-    merged_into = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    merged_into = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+                                    db_constraint=False)
     result_record = models.ForeignKey(
-        MemoryRecord, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        MemoryRecord, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", db_constraint=False
     )
     content_hash = models.CharField(max_length=64)
     embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
@@ -358,21 +380,36 @@ class Conflict(models.Model):
         RESOLVED = "resolved"
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="conflicts")
+    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="conflicts", db_constraint=False)
     namespace = models.CharField(max_length=300)
     field = models.CharField(max_length=128)
-    records = models.ManyToManyField(MemoryRecord, related_name="conflicts")
+    records: models.ManyToManyField[MemoryRecord, ConflictRecord] = models.ManyToManyField(
+        MemoryRecord, related_name="conflicts", through="ConflictRecord")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
     resolution = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
 
 
+class ConflictRecord(models.Model):
+    """A record a conflict is about (``Conflict.records``), stored with the conflict's tenant."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    conflict = models.ForeignKey(Conflict, on_delete=models.CASCADE, related_name="+", db_constraint=False)
+    memoryrecord = models.ForeignKey(MemoryRecord, on_delete=models.CASCADE, related_name="+", db_constraint=False)
+
+    class Meta:
+        db_table = "memory_conflict_records"
+        constraints = [models.UniqueConstraint(fields=["conflict", "memoryrecord", "tenant"],
+                                               name="conflict_record_unique")]
+
+
 class AuditEntry(models.Model):
     """Who did what to which ids. Written in the same transaction as the change; holds no content."""
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, null=True, related_name="+")
-    subject = models.ForeignKey(Subject, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    subject = models.ForeignKey(Subject, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+                                db_constraint=False)
     actor = models.CharField(max_length=64)
     action = models.CharField(max_length=64)
     object_type = models.CharField(max_length=32)

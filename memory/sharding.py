@@ -1,4 +1,4 @@
-"""How each table would be placed on a tenant-sharded PostgreSQL (Citus), and what still stands in the way.
+"""How each table is placed on a tenant-sharded PostgreSQL (Citus), and the rules the schema meets there.
 
 Citus distributes a table by one column and keeps every row with the same value on one node. It then asks:
 
@@ -13,8 +13,9 @@ Citus distributes a table by one column and keeps every row with the same value 
 
 ``PLACEMENT`` names the place of every table the migrations create; ``tests/test_sharding.py`` reads
 PostgreSQL's catalog on the migrated schema and fails on a table missing here, or on any breach of the
-rules above that is not in ``KNOWN`` (and on an entry of ``KNOWN`` that no longer breaks anything, so the
-list only shrinks). docs/scaling.md gives the steps on Citus and what these exceptions cost.
+rules above (``RULES``). The schema meets them all: composite primary and foreign keys with tenant_id
+(``memory/migrations/0009_composite_keys.py``), explicit link models with a tenant for the many-to-many fields.
+docs/scaling.md gives the steps on Citus.
 """
 
 from __future__ import annotations
@@ -63,63 +64,13 @@ PLACEMENT: dict[str, Placement] = {
     **{t: "local" for t in LOCAL},
 }
 
-# What still breaks a rule, pinned: the catalog test fails on anything outside these sets, and on any entry
-# here that no longer breaks the rule. Each is explained in docs/scaling.md ("What still stands in the way").
-KNOWN: dict[str, frozenset[str]] = {
-    # Distributed tables without a tenant_id column: Django's implicit many-to-many tables and
-    # child rows reached through a parent.
-    "no_tenant_column": frozenset({
-        "memory_subject_users", "memory_conflict_records", "knowledge_accessdomain_readers",
-        "procedures_procedure_members", "retrieval_termcount",
-    }),
-    # tenant_id nullable: system audit rows (a retention sweep across tenants) have no tenant.
-    "nullable_tenant": frozenset({"memory_auditentry"}),
-    # Primary keys without tenant_id: Django models have a single-column primary key, and other tables'
-    # foreign keys point at it (Django 5.2's CompositePrimaryKey cannot be the target of a ForeignKey).
-    "primary_key": frozenset({
-        "memory_subject", "memory_subject_users", "memory_event", "memory_memoryrecord", "memory_candidate",
-        "memory_conflict", "memory_conflict_records", "memory_tombstone", "memory_auditentry",
-        "retrieval_recordcontext", "retrieval_retrievallog", "retrieval_subjectindex", "retrieval_termbucket",
-        "retrieval_termcount", "threads_thread", "threads_threadevent", "threads_summary", "threads_checkpoint",
-        "threads_toolcall", "deletion_deletionjob", "deletion_deletionstep", "knowledge_document",
-        "retrieval_pendingcontext", "retrieval_pendingmaintenance",
-        "knowledge_chunk", "knowledge_accessdomain_readers", "procedures_procedure",
-        "procedures_procedureversion", "procedures_changeproposal", "procedures_procedure_members",
-    }),
-    # Unique constraints and unique indexes (by name) of distributed tables without tenant_id.
-    "unique": frozenset({
-        "memory_subject_users_subject_id_user_id_bc555969_uniq",
-        "memory_conflict_records_conflict_id_memoryrecord_271b5413_uniq",
-        "knowledge_accessdomain_r_accessdomain_id_subject__da035e9c_uniq",
-        "procedures_procedure_mem_procedure_id_subject_id_c5a77ae1_uniq",
-        "procedures_procedureversion_proposal_id_key",
-    }),
-    # Foreign keys between distributed tables on one column (``table.column``): Citus needs tenant_id on
-    # both sides.
-    "foreign_key": frozenset({
-        "deletion_deletionjob.subject_id", "deletion_deletionstep.job_id",
-        "knowledge_accessdomain_readers.subject_id", "knowledge_chunk.document_id",
-        "memory_auditentry.subject_id", "memory_candidate.conflict_record_id", "memory_candidate.merged_into_id",
-        "memory_candidate.result_record_id", "memory_candidate.source_event_id", "memory_candidate.subject_id",
-        "memory_conflict.subject_id", "memory_conflict_records.conflict_id",
-        "memory_conflict_records.memoryrecord_id", "memory_event.subject_id",
-        "memory_memoryrecord.source_event_id", "memory_memoryrecord.subject_id",
-        "memory_memoryrecord.superseded_by_id", "memory_memoryrecord.supersedes_id",
-        "memory_subject_users.subject_id", "procedures_changeproposal.base_version_id",
-        "procedures_changeproposal.procedure_id", "procedures_changeproposal.proposer_subject_id",
-        "procedures_changeproposal.rebased_from_id", "procedures_procedure_members.procedure_id",
-        "procedures_procedure_members.subject_id", "procedures_procedureversion.procedure_id",
-        "procedures_procedureversion.proposal_id", "retrieval_pendingcontext.record_id",
-        "retrieval_pendingcontext.subject_id",
-        "retrieval_pendingmaintenance.subject_id", "retrieval_recordcontext.record_id",
-        "retrieval_recordcontext.subject_id", "retrieval_retrievallog.subject_id",
-        "retrieval_subjectindex.subject_id", "retrieval_termbucket.subject_id", "retrieval_termcount.bucket_id",
-        "threads_checkpoint.subject_id", "threads_checkpoint.thread_id", "threads_summary.regenerates_id",
-        "threads_summary.replaced_by_id", "threads_summary.subject_id", "threads_summary.thread_id",
-        "threads_thread.subject_id", "threads_threadevent.corrects_id", "threads_threadevent.subject_id",
-        "threads_threadevent.thread_id", "threads_toolcall.subject_id",
-    }),
-    # Reference tables pointing at distributed ones, and anything pointing at a local table.
-    "reference_to_distributed": frozenset(),
-    "to_local": frozenset(),
+# The rules tests/test_sharding.py checks on the migrated schema, every one with no exception.
+RULES: dict[str, str] = {
+    "no_tenant_column": "a distributed table has a tenant_id column",
+    "nullable_tenant": "its tenant_id is NOT NULL",
+    "primary_key": "its primary key includes tenant_id",
+    "unique": "its unique constraints and unique indexes include tenant_id",
+    "foreign_key": "a foreign key between distributed tables pairs tenant_id with the parent's tenant_id",
+    "reference_to_distributed": "no reference table points at a distributed one",
+    "to_local": "nothing but a local table points at a local one",
 }

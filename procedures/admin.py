@@ -14,7 +14,9 @@ class ProcedureAdmin(ReadOnlyAdmin):
     list_filter = ("scope",)
     list_select_related = ("tenant",)
     search_fields = ("name",)
-    raw_id_fields = ("tenant", "owner", "members")
+    raw_id_fields = ("tenant", "owner")
+    # Shown, not edited: the admin leaves out a many-to-many field with its own link model (rows with a tenant).
+    readonly_fields = ("members",)
 
 
 @admin.register(ProcedureVersion)

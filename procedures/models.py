@@ -33,8 +33,9 @@ class Procedure(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="procedures")
     name = models.CharField(max_length=64)
     scope = models.CharField(max_length=16, choices=Scope.choices, default=Scope.ORG)
-    members = models.ManyToManyField(Subject, related_name="procedures", blank=True,
-                                     help_text="Subjects that may read a project procedure.")
+    members: models.ManyToManyField[Subject, ProcedureMember] = models.ManyToManyField(
+        Subject, related_name="procedures", blank=True, through="ProcedureMember",
+        help_text="Subjects that may read a project procedure.")
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
                               related_name="+", help_text="The person responsible for the procedure.")
     # 0 until the first version is published. Moved only under select_for_update on this row.
@@ -48,10 +49,24 @@ class Procedure(models.Model):
         return f"{self.tenant_id}:{self.name}"
 
 
+class ProcedureMember(models.Model):
+    """A subject that may read a project procedure (``Procedure.members``), stored with the procedure's tenant."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    procedure = models.ForeignKey(Procedure, on_delete=models.CASCADE, related_name="+", db_constraint=False)
+    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="+", db_constraint=False)
+
+    class Meta:
+        db_table = "procedures_procedure_members"
+        constraints = [models.UniqueConstraint(fields=["procedure", "subject", "tenant"],
+                                               name="procedure_member_unique")]
+
+
 class ProcedureVersion(models.Model):
     # The procedure's tenant, copied: the distribution column on a tenant-sharded database (memory/sharding.py).
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    procedure = models.ForeignKey(Procedure, on_delete=models.CASCADE, related_name="versions")
+    procedure = models.ForeignKey(Procedure, on_delete=models.CASCADE, related_name="versions",
+                                  db_constraint=False)
     number = models.PositiveIntegerField()
     body = models.TextField()
     change_summary = models.CharField(max_length=500, blank=True)
@@ -59,8 +74,10 @@ class ProcedureVersion(models.Model):
     # PROTECT: a version's approver is part of its history; deactivate the login instead of deleting it.
     approved_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     approved_at = models.DateTimeField()
-    proposal = models.OneToOneField("ChangeProposal", on_delete=models.PROTECT, null=True, blank=True,
-                                    related_name="+", help_text="The proposal it was published from, if any.")
+    # At most one version per proposal (procedureversion_unique_proposal, with the tenant in it).
+    proposal = models.ForeignKey("ChangeProposal", on_delete=models.PROTECT, null=True, blank=True,
+                                 related_name="+", help_text="The proposal it was published from, if any.",
+                                 db_constraint=False)
     # Derived from the body by the database itself, so it can never drift (and needs no UPDATE).
     search_vector = models.GeneratedField(
         expression=SearchVector("body", config=TEXT_SEARCH_CONFIG),
@@ -73,6 +90,7 @@ class ProcedureVersion(models.Model):
             # The backstop of the approval race: two publishers can never both create number n+1.
             models.UniqueConstraint(fields=["procedure", "number", "tenant"],
                                     name="procedureversion_unique_number"),
+            models.UniqueConstraint(fields=["proposal", "tenant"], name="procedureversion_unique_proposal"),
         ]
         indexes = [GinIndex(fields=["search_vector"], name="procedureversion_fts_idx")]
 
@@ -89,15 +107,17 @@ class ChangeProposal(models.Model):
 
     id = models.CharField(primary_key=True, max_length=40, default=new_proposal_id, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    procedure = models.ForeignKey(Procedure, on_delete=models.CASCADE, related_name="proposals")
-    base_version = models.ForeignKey(ProcedureVersion, on_delete=models.PROTECT, related_name="proposals")
+    procedure = models.ForeignKey(Procedure, on_delete=models.CASCADE, related_name="proposals",
+                                  db_constraint=False)
+    base_version = models.ForeignKey(ProcedureVersion, on_delete=models.PROTECT, related_name="proposals",
+                                     db_constraint=False)
     body = models.TextField()
     rationale = models.TextField(blank=True)
     source_event_ids = models.JSONField(default=list, blank=True)
     # The proposer: an agent key acting for a subject, or a person (rollbacks, rebases).
     proposer = models.CharField(max_length=64)
     proposer_subject = models.ForeignKey(Subject, on_delete=models.SET_NULL, null=True, blank=True,
-                                         related_name="+")
+                                         related_name="+", db_constraint=False)
     proposer_user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True,
                                       blank=True, related_name="+")
     # [{"code", "title", "explanation", "evidence"}] from procedures/flags.py; informs, never decides.
@@ -108,7 +128,7 @@ class ChangeProposal(models.Model):
     decided_at = models.DateTimeField(null=True, blank=True)
     decision_reason = models.CharField(max_length=500, blank=True)
     rebased_from = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True,
-                                     related_name="rebased_into")
+                                     related_name="rebased_into", db_constraint=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -84,7 +84,7 @@ def procedure_publish(*, tenant: Tenant, name: str, body: str, reviewer: Reviewe
         missing = sorted(set(members) - {s.external_id for s in subjects})
         if missing:
             raise InvalidInput(f"Unknown subject(s) in this tenant: {', '.join(missing)}.")
-        procedure.members.add(*subjects)
+        procedure.members.add(*subjects, through_defaults={"tenant_id": tenant.pk})
     if created:
         audit(actor=reviewer.actor, action="procedure.create", object_type="procedure",
               object_id=str(procedure.pk), tenant_id=tenant.pk, data={"name": name, "scope": scope})

@@ -1,8 +1,8 @@
 """The migrated schema against the rules of a tenant-sharded PostgreSQL (Citus), read from PostgreSQL's catalog.
 
-memory/sharding.py places every table (distributed by tenant_id, reference, local) and pins what still breaks
-a rule; docs/scaling.md explains both. A new table, a new unique constraint or a new foreign key that breaks
-a rule fails here; so does a pinned exception that has been fixed (remove it from the list).
+memory/sharding.py places every table (distributed by tenant_id, reference, local) and names the rules;
+docs/scaling.md explains both. A new table, a new key, a new unique constraint or a new foreign key that breaks
+a rule fails here: there is no exception.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from memory.sharding import DISTRIBUTION_COLUMN, KNOWN, PLACEMENT
+from memory.sharding import DISTRIBUTION_COLUMN, PLACEMENT, RULES
 
 pytestmark = pytest.mark.django_db
 
@@ -40,8 +40,10 @@ def _catalog() -> dict[str, Any]:
         WHERE n.nspname = 'public' AND x.indisunique""")
     foreign_keys = _rows("""
         SELECT src.relname, dst.relname,
-               array(SELECT a.attname FROM unnest(c.conkey) k JOIN pg_attribute a
-                     ON a.attrelid = c.conrelid AND a.attnum = k)::text[]
+               array(SELECT a.attname FROM unnest(c.conkey) WITH ORDINALITY k(n, i) JOIN pg_attribute a
+                     ON a.attrelid = c.conrelid AND a.attnum = k.n ORDER BY k.i)::text[],
+               array(SELECT a.attname FROM unnest(c.confkey) WITH ORDINALITY k(n, i) JOIN pg_attribute a
+                     ON a.attrelid = c.confrelid AND a.attnum = k.n ORDER BY k.i)::text[]
         FROM pg_constraint c JOIN pg_class src ON src.oid = c.conrelid JOIN pg_class dst ON dst.oid = c.confrelid
         JOIN pg_namespace n ON n.oid = src.relnamespace
         WHERE n.nspname = 'public' AND c.contype = 'f'""")
@@ -50,7 +52,7 @@ def _catalog() -> dict[str, Any]:
 
 def _breaches(catalog: dict[str, Any]) -> dict[str, set[str]]:
     distributed = {t for t, p in PLACEMENT.items() if p == "distributed"}
-    found: dict[str, set[str]] = {rule: set() for rule in KNOWN}
+    found: dict[str, set[str]] = {rule: set() for rule in RULES}
     for table in sorted(catalog["tables"] & distributed):
         if table not in catalog["tenant_nullable"]:
             found["no_tenant_column"].add(table)
@@ -59,10 +61,11 @@ def _breaches(catalog: dict[str, Any]) -> dict[str, set[str]]:
     for table, index, primary, columns in catalog["uniques"]:
         if table in distributed and TENANT not in columns:
             found["primary_key"].add(table) if primary else found["unique"].add(index)
-    for source, target, columns in catalog["foreign_keys"]:
+    for source, target, columns, referenced in catalog["foreign_keys"]:
         name = f"{source}.{','.join(columns)}"
         placed = PLACEMENT.get(source), PLACEMENT.get(target)
-        if placed == ("distributed", "distributed") and TENANT not in columns:
+        # Both rows on one node: the child's tenant_id is the parent's tenant_id, column for column.
+        if placed == ("distributed", "distributed") and (TENANT, TENANT) not in zip(columns, referenced, strict=True):
             found["foreign_key"].add(name)
         elif placed == ("reference", "distributed"):
             found["reference_to_distributed"].add(name)
@@ -78,24 +81,30 @@ def test_it_places_every_table_of_the_migrated_schema() -> None:
     assert sorted(set(PLACEMENT) - tables) == [], "memory/sharding.py names a table the migrations do not create"
 
 
-@pytest.mark.parametrize("rule", sorted(KNOWN))
-def test_it_breaks_no_sharding_rule_beyond_the_pinned_exceptions(rule: str) -> None:
+@pytest.mark.parametrize("rule", sorted(RULES))
+def test_it_breaks_no_sharding_rule(rule: str) -> None:
     found = _breaches(_catalog())[rule]
 
-    assert sorted(found - KNOWN[rule]) == [], f"new breach of the {rule!r} rule (see docs/scaling.md)"
-    assert sorted(KNOWN[rule] - found) == [], f"fixed: remove these from KNOWN[{rule!r}] in memory/sharding.py"
+    assert sorted(found) == [], f"{RULES[rule]} (see docs/scaling.md)"
 
 
-def test_it_finds_a_breach_the_pinned_lists_do_not_hold() -> None:
-    """The check itself can fail: a unique constraint without tenant_id on a distributed table is found."""
+def test_it_finds_a_breach() -> None:
+    """The check itself can fail: a unique constraint without tenant_id, a reference table pointing at a
+    distributed one, and foreign keys between distributed tables without the tenant or pairing it wrongly."""
     catalog = _catalog()
     catalog["uniques"].append(("memory_memoryrecord", "record_unique_text", False, ["text"]))
-    catalog["foreign_keys"].append(("memory_tenant", "memory_subject", ["owner_id"]))
+    catalog["uniques"].append(("memory_event", "memory_event_pkey", True, ["id"]))
+    catalog["foreign_keys"].append(("memory_tenant", "memory_subject", ["owner_id"], ["id"]))
+    catalog["foreign_keys"].append(("memory_event", "memory_subject", ["subject_id"], ["id"]))
+    catalog["foreign_keys"].append(("memory_candidate", "memory_memoryrecord", ["tenant_id", "result_record_id"],
+                                    ["id", "tenant_id"]))
 
     found = _breaches(catalog)
 
-    assert "record_unique_text" in found["unique"] - KNOWN["unique"]
-    assert "memory_tenant.owner_id" in found["reference_to_distributed"]
+    assert found["unique"] == {"record_unique_text"}
+    assert found["primary_key"] == {"memory_event"}
+    assert found["reference_to_distributed"] == {"memory_tenant.owner_id"}
+    assert found["foreign_key"] == {"memory_event.subject_id", "memory_candidate.tenant_id,result_record_id"}
 
 
 BEFORE_TENANT_COLUMNS = [("deletion", "0003_thread_clear_kind"), ("knowledge", "0002_chunk_embedding_inline"),
@@ -153,3 +162,91 @@ def test_it_fills_the_tenant_of_steps_chunks_and_versions_written_before_the_col
 
     with pytest.raises(IntegrityError, match="immutable"), transaction.atomic():
         _rows("UPDATE procedures_procedureversion SET body = 'changed' RETURNING id")
+
+
+def test_the_database_refuses_a_row_whose_parent_is_of_another_tenant(agent, foreign_agent) -> None:
+    """The composite foreign keys hold a child row to its parent's tenant: one node on Citus, and on one
+    PostgreSQL no row that one tenant's reads could reach through another tenant's parent."""
+    from django.db import IntegrityError, transaction
+
+    from memory.models import Event
+
+    with pytest.raises(IntegrityError, match="memory_event_subject_id_tenant_fk"), transaction.atomic():
+        Event.objects.create(tenant=foreign_agent.tenant, subject=agent.subject, external_id="evt_1",
+                             source_type="explicit_user_statement", payload_hash="h", actor="agent")
+        with connection.cursor() as cursor:
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+
+
+BEFORE_TENANT_KEYS = [("memory", "0007_subject_display_name")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_fills_the_tenant_of_links_term_counts_and_system_audit_rows_written_before_the_keys() -> None:
+    from django.contrib.auth import get_user_model
+    from django.db.migrations.executor import MigrationExecutor
+
+    from memory.identity.services import tenant_create
+
+    MigrationExecutor(connection).migrate(BEFORE_TENANT_KEYS)
+    tenants = [tenant_create(slug="one"), tenant_create(slug="two")]
+    records = []
+    with connection.cursor() as cursor:
+        for t in tenants:
+            user = get_user_model().objects.create_user(username=f"u{t.pk}", password="pw-12345678")
+            cursor.execute("INSERT INTO memory_subject (tenant_id, kind, external_id, display_name, created_at) "
+                           "VALUES (%s, 'user', 'usr', '', now()) RETURNING id", [t.pk])
+            subject = cursor.fetchone()[0]
+            cursor.execute("INSERT INTO memory_subject_users (subject_id, user_id) VALUES (%s, %s)", [subject, user.pk])
+            cursor.execute("SELECT id FROM memory_memoryclass WHERE tenant_id = %s LIMIT 1", [t.pk])
+            memory_class = cursor.fetchone()[0]
+            record = f"mem_{t.pk}"
+            records.append(record)
+            cursor.execute(
+                "INSERT INTO memory_memoryrecord (id, tenant_id, subject_id, namespace, kind, memory_type, field, "
+                "fact, text, source_type, confidence, sensitivity, memory_class_id, status, status_reason, "
+                "valid_from, created_at, content_hash) VALUES (%s, %s, %s, 'user', 'fact', 'semantic', 'f', '{}', "
+                "'t', 'explicit_user_statement', 'confirmed', 'low', %s, 'expired', '', now(), now(), 'h')",
+                [record, t.pk, subject, memory_class])
+            cursor.execute("INSERT INTO memory_conflict (tenant_id, subject_id, namespace, field, status, resolution, "
+                           "created_at) VALUES (%s, %s, 'user', 'f', 'open', '', now()) RETURNING id", [t.pk, subject])
+            cursor.execute("INSERT INTO memory_conflict_records (conflict_id, memoryrecord_id) VALUES (%s, %s)",
+                           [cursor.fetchone()[0], record])
+            cursor.execute("INSERT INTO retrieval_termbucket (tenant_id, subject_id, namespace, memory_class_id, "
+                           "records, length) VALUES (%s, %s, 'user', %s, 1, 1) RETURNING id",
+                           [t.pk, subject, memory_class])
+            cursor.execute("INSERT INTO retrieval_termcount (bucket_id, lexeme, records) VALUES (%s, 'word', 1)",
+                           [cursor.fetchone()[0]])
+            cursor.execute("INSERT INTO knowledge_accessdomain (tenant_id, name, description, all_subjects, "
+                           "reader_kinds, created_at) VALUES (%s, 'd', '', false, '{}', now()) RETURNING id", [t.pk])
+            cursor.execute("INSERT INTO knowledge_accessdomain_readers (accessdomain_id, subject_id) VALUES (%s, %s)",
+                           [cursor.fetchone()[0], subject])
+            cursor.execute("INSERT INTO procedures_procedure (tenant_id, name, scope, current_number, created_at) "
+                           "VALUES (%s, 'p', 'project', 0, now()) RETURNING id", [t.pk])
+            cursor.execute("INSERT INTO procedures_procedure_members (procedure_id, subject_id) VALUES (%s, %s)",
+                           [cursor.fetchone()[0], subject])
+        for action, data in [("memory.expire", f'{{"memory_ids": ["{records[0]}", "{records[1]}"]}}'),
+                             ("threads.retention", '{"threads": ["thr_gone"]}')]:
+            cursor.execute("INSERT INTO memory_auditentry (tenant_id, actor, action, object_type, object_id, data, "
+                           "created_at) VALUES (NULL, 'system', %s, 'memory', 'sweep', %s, now())", [action, data])
+
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+    copied = _rows("""
+        SELECT 'user', l.tenant_id = p.tenant_id FROM memory_subject_users l
+            JOIN memory_subject p ON p.id = l.subject_id
+        UNION ALL SELECT 'conflict', l.tenant_id = p.tenant_id FROM memory_conflict_records l
+            JOIN memory_conflict p ON p.id = l.conflict_id
+        UNION ALL SELECT 'term', l.tenant_id = p.tenant_id FROM retrieval_termcount l
+            JOIN retrieval_termbucket p ON p.id = l.bucket_id
+        UNION ALL SELECT 'reader', l.tenant_id = p.tenant_id FROM knowledge_accessdomain_readers l
+            JOIN memory_subject p ON p.id = l.subject_id
+        UNION ALL SELECT 'member', l.tenant_id = p.tenant_id FROM procedures_procedure_members l
+            JOIN procedures_procedure p ON p.id = l.procedure_id""")
+    kinds = ("user", "conflict", "term", "reader", "member")
+    assert sorted(copied) == sorted([(kind, True) for kind in kinds for _ in tenants])
+    # The expiry's row is split by tenant, each naming its own record; the thread sweep's names no tenant left.
+    audit = _rows("SELECT tenant_id, action, data ->> 'memory_ids' FROM memory_auditentry "
+                  "WHERE action IN ('memory.expire', 'threads.retention')")
+    assert sorted(audit) == [(t.pk, "memory.expire", f'["{r}"]') for t, r in zip(tenants, records, strict=True)]

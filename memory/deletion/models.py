@@ -35,7 +35,8 @@ class DeletionJob(models.Model):
 
     id = models.CharField(primary_key=True, max_length=40, default=new_deletion_id, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    subject = models.ForeignKey(Subject, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    subject = models.ForeignKey(Subject, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+                                db_constraint=False)
     subject_hash = models.CharField(max_length=64)
     kind = models.CharField(max_length=16, choices=Kind.choices)
     # The record the caller asked to delete (kind=memory): the idempotency key of memory_delete.
@@ -75,7 +76,7 @@ class DeletionStep(models.Model):
 
     # The job's tenant, copied: the distribution column on a tenant-sharded database (memory/sharding.py).
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    job = models.ForeignKey(DeletionJob, on_delete=models.CASCADE, related_name="steps")
+    job = models.ForeignKey(DeletionJob, on_delete=models.CASCADE, related_name="steps", db_constraint=False)
     name = models.CharField(max_length=64)
     position = models.PositiveIntegerField()
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)

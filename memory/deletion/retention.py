@@ -56,12 +56,15 @@ def purge_expired(*, dry_run: bool, track: Callable[[Iterable, str], Iterable] |
         result.past_retention = past_retention_qs().count()
         return result
     with transaction.atomic():
-        ids = list(expired_qs().select_for_update(of=("self",)).values_list("pk", flat=True))
-        result.expired = MemoryRecord.objects.filter(pk__in=ids).update(status=RecordStatus.EXPIRED,
-                                                                        status_reason="ttl elapsed")
-        if ids:
+        rows = list(expired_qs().select_for_update(of=("self",)).values_list("pk", "tenant_id"))
+        result.expired = MemoryRecord.objects.filter(pk__in=[pk for pk, _ in rows]).update(
+            status=RecordStatus.EXPIRED, status_reason="ttl elapsed")
+        by_tenant: dict[int, list[str]] = defaultdict(list)
+        for pk, tenant_id in rows:
+            by_tenant[tenant_id].append(pk)
+        for tenant_id, ids in sorted(by_tenant.items()):
             audit(actor="system:retention", action="memory.expire", object_type="memory", object_id="sweep",
-                  tenant_id=None, data={"memory_ids": ids})
+                  tenant_id=tenant_id, data={"memory_ids": ids})
     groups: dict[int, list[MemoryRecord]] = defaultdict(list)
     for record in past_retention_qs().order_by("subject_id", "created_at"):
         groups[record.subject_id].append(record)

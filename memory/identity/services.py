@@ -284,7 +284,7 @@ def user_create(*, tenant: Tenant, username: str, password: str, reviewer: bool 
         tenant.reviewers.add(user)
     if subject_external_id:
         subject = subject_get_or_create(tenant=tenant, external_id=subject_external_id)
-        subject.users.add(user)
+        subject.users.add(user, through_defaults={"tenant_id": tenant.pk})
     audit(actor=actor, action="user.create", object_type="user", object_id=str(user.pk), tenant_id=tenant.pk,
           data={"reviewer": reviewer, "subject": bool(subject_external_id)})
     return user  # type: ignore[return-value]

@@ -7,14 +7,19 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.contrib.admin.widgets import FilteredSelectMultiple
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 
-from memory.admin import ReadOnlyAdmin
+from memory.admin import ReadOnlyAdmin, TenantLinksAdmin
 from memory.knowledge.models import AccessDomain, Chunk, Document
+from memory.models import Subject
 
 
 class AccessDomainForm(forms.ModelForm):
+    readers = forms.ModelMultipleChoiceField(queryset=Subject.objects.all(), required=False,
+                                             widget=FilteredSelectMultiple("readers", is_stacked=False))
+
     class Meta:
         model = AccessDomain
         fields = ["tenant", "name", "description", "all_subjects", "readers", "reader_kinds"]
@@ -31,14 +36,14 @@ class AccessDomainForm(forms.ModelForm):
 
 
 @admin.register(AccessDomain)
-class AccessDomainAdmin(admin.ModelAdmin):
+class AccessDomainAdmin(TenantLinksAdmin):
     form = AccessDomainForm
+    tenant_links = ("readers",)
     list_display = ["name", "tenant", "all_subjects", "reader_kinds", "created_at"]
     list_filter = ["tenant", "all_subjects"]
     list_select_related = ["tenant"]
     search_fields = ["name"]
     raw_id_fields = ["tenant"]
-    filter_horizontal = ["readers"]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         # The name is how agents and documents refer to the domain; renaming would orphan grants.

@@ -31,7 +31,8 @@ class AccessDomain(models.Model):
     name = models.CharField(max_length=64, help_text="Lowercase letters, digits, '_', '-', '.'.")
     description = models.TextField(blank=True)
     all_subjects = models.BooleanField(default=False, help_text="Every subject of the tenant may read it.")
-    readers = models.ManyToManyField(Subject, related_name="access_domains", blank=True)
+    readers: models.ManyToManyField[Subject, AccessDomainReader] = models.ManyToManyField(
+        Subject, related_name="access_domains", blank=True, through="AccessDomainReader")
     reader_kinds = ArrayField(
         models.CharField(max_length=16, choices=Subject.Kind.choices), default=list, blank=True,
         help_text="Subject kinds whose every subject may read it (user, project, agent, org).",
@@ -43,6 +44,20 @@ class AccessDomain(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tenant_id}:{self.name}"
+
+
+class AccessDomainReader(models.Model):
+    """A subject listed as a reader of an access domain (``AccessDomain.readers``), stored with the subject's
+    tenant: the domain is copied to every node, its reader list lives with the tenant's subjects."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    accessdomain = models.ForeignKey(AccessDomain, on_delete=models.CASCADE, related_name="+")
+    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="+", db_constraint=False)
+
+    class Meta:
+        db_table = "knowledge_accessdomain_readers"
+        constraints = [models.UniqueConstraint(fields=["accessdomain", "subject", "tenant"],
+                                               name="accessdomain_reader_unique")]
 
 
 class Document(models.Model):
@@ -74,7 +89,7 @@ class Document(models.Model):
 class Chunk(models.Model):
     # The document's tenant, copied: the distribution column on a tenant-sharded database (memory/sharding.py).
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks", db_constraint=False)
     # Copied from the document so both retrieval legs filter chunks by domain without a join.
     access_domain = models.ForeignKey(AccessDomain, on_delete=models.CASCADE, related_name="+")
     ordinal = models.PositiveIntegerField()

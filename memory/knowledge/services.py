@@ -109,7 +109,7 @@ def access_domain_create(*, tenant: Tenant, name: str, description: str = "",
     domain = AccessDomain.objects.create(tenant=tenant, name=name, description=description,
                                          all_subjects=all_subjects, reader_kinds=sorted(set(reader_kinds)))
     subjects = [subject_get_or_create(tenant=tenant, external_id=s) for s in subject_external_ids]
-    domain.readers.add(*subjects)
+    domain.readers.add(*subjects, through_defaults={"tenant_id": tenant.pk})
     audit(actor=actor, action="access_domain.create", object_type="access_domain", object_id=str(domain.pk),
           tenant_id=tenant.pk, data={"name": name, "all_subjects": all_subjects, "readers": len(subjects),
                                      "reader_kinds": domain.reader_kinds})

@@ -536,7 +536,7 @@ def _store(scope: Scope, fresh: list[_Pending], *, vectors: Future[list[list[flo
     for p, record, others in conflicts:
         conflict = Conflict.objects.create(tenant_id=scope.tenant_id, subject_id=scope.subject_id,
                                            namespace=p.item.namespace, field=p.item.field)
-        conflict.records.add(record, *others)
+        conflict.records.add(record, *others, through_defaults={"tenant_id": scope.tenant_id})
     # The records' types are known here: no query to find out whether any is episodic.
     schedule_context([r.pk for r in records], episodic=any(r.memory_type == MemoryType.EPISODIC for r in records))
     bulk.copy_rows(AuditEntry, [

@@ -57,7 +57,7 @@ def schedule_context(ids: list[str], *, episodic: bool | None = None) -> None:
         cursor.execute(
             "INSERT INTO retrieval_pendingcontext (record_id, tenant_id, subject_id, queued_at) "
             "SELECT id, tenant_id, subject_id, now() FROM memory_memoryrecord "
-            "WHERE id = ANY(%s) AND memory_type = %s ON CONFLICT (record_id) DO NOTHING",
+            "WHERE id = ANY(%s) AND memory_type = %s ON CONFLICT (record_id, tenant_id) DO NOTHING",
             [list(ids), MemoryType.EPISODIC.value])
         marked = cursor.rowcount
     if marked:

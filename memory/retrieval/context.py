@@ -97,7 +97,7 @@ SELECT v.id, v.tenant_id, v.subject_id, string_to_array(v.ids, ' '),
 FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[])
      AS v(id, tenant_id, subject_id, ids, others, embedding, hash)
 JOIN memory_memoryrecord r ON r.id = v.id AND r.status = 'active'
-ON CONFLICT (record_id) DO UPDATE SET neighbours = EXCLUDED.neighbours, terms = EXCLUDED.terms,
+ON CONFLICT (record_id, tenant_id) DO UPDATE SET neighbours = EXCLUDED.neighbours, terms = EXCLUDED.terms,
     embedding = EXCLUDED.embedding, window_hash = EXCLUDED.window_hash, updated_at = EXCLUDED.updated_at
 """
 

@@ -26,7 +26,8 @@ def new_retrieval_id() -> str:
 class RetrievalLog(models.Model):
     id = models.CharField(primary_key=True, max_length=40, default=new_retrieval_id, editable=False)
     tenant = models.ForeignKey("memory.Tenant", on_delete=models.CASCADE, related_name="+")
-    subject = models.ForeignKey("memory.Subject", on_delete=models.CASCADE, related_name="retrieval_logs")
+    subject = models.ForeignKey("memory.Subject", on_delete=models.CASCADE, related_name="retrieval_logs",
+                                db_constraint=False)
     actor = models.CharField(max_length=64)
     agent_key_id = models.BigIntegerField(null=True, blank=True)
     query = models.TextField()
@@ -63,9 +64,9 @@ class RecordContext(models.Model):
     """
 
     record = models.OneToOneField("memory.MemoryRecord", on_delete=models.CASCADE, primary_key=True,
-                                  related_name="+")
+                                  related_name="+", db_constraint=False)
     tenant = models.ForeignKey("memory.Tenant", on_delete=models.CASCADE, related_name="+")
-    subject = models.ForeignKey("memory.Subject", on_delete=models.CASCADE, related_name="+")
+    subject = models.ForeignKey("memory.Subject", on_delete=models.CASCADE, related_name="+", db_constraint=False)
     # The ids of every record whose text is in this window (the record itself included), in order.
     neighbours = ArrayField(models.CharField(max_length=40), default=list)
     terms = SearchVectorField(null=True)
@@ -93,9 +94,9 @@ class PendingContext(models.Model):
     """
 
     record = models.OneToOneField("memory.MemoryRecord", on_delete=models.CASCADE, primary_key=True,
-                                  related_name="+")
+                                  related_name="+", db_constraint=False)
     tenant = models.ForeignKey("memory.Tenant", on_delete=models.CASCADE, related_name="+")
-    subject = models.ForeignKey("memory.Subject", on_delete=models.CASCADE, related_name="+")
+    subject = models.ForeignKey("memory.Subject", on_delete=models.CASCADE, related_name="+", db_constraint=False)
     queued_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     def __str__(self) -> str:
@@ -109,7 +110,9 @@ class PendingMaintenance(models.Model):
     (with the indexes not yet ready) instead of counting every subject's records on each call.
     """
 
-    subject = models.OneToOneField("memory.Subject", on_delete=models.CASCADE, primary_key=True, related_name="+")
+    # Its database key is (subject_id, tenant_id), with a composite foreign key to the subject (migration 0009).
+    subject = models.OneToOneField("memory.Subject", on_delete=models.CASCADE, primary_key=True, related_name="+",
+                                   db_constraint=False)
     tenant = models.ForeignKey("memory.Tenant", on_delete=models.CASCADE, related_name="+")
     queued_at = models.DateTimeField()
 
@@ -127,7 +130,8 @@ class SubjectIndex(models.Model):
     only while ``ready``; otherwise it scans exactly.
     """
 
-    subject = models.OneToOneField("memory.Subject", on_delete=models.CASCADE, primary_key=True, related_name="+")
+    subject = models.OneToOneField("memory.Subject", on_delete=models.CASCADE, primary_key=True, related_name="+",
+                                   db_constraint=False)
     tenant = models.ForeignKey("memory.Tenant", on_delete=models.CASCADE, related_name="+")
     # True once every partial index is valid and the statistics are written.
     ready = models.BooleanField(default=False)
@@ -149,7 +153,7 @@ class TermBucket(models.Model):
     (own lexemes plus the context window's at CONTEXT_TERM_WEIGHT)."""
 
     tenant = models.ForeignKey("memory.Tenant", on_delete=models.CASCADE, related_name="+")
-    subject = models.ForeignKey("memory.Subject", on_delete=models.CASCADE, related_name="+")
+    subject = models.ForeignKey("memory.Subject", on_delete=models.CASCADE, related_name="+", db_constraint=False)
     namespace = models.CharField(max_length=300)
     memory_class = models.ForeignKey("memory.MemoryClass", on_delete=models.CASCADE, related_name="+")
     records = models.IntegerField()
@@ -170,8 +174,9 @@ class TermCount(models.Model):
     (memory/retrieval/deletion_surfaces.py), so a deleted record's word stays here only while a live record also
     says it."""
 
-    pk = models.CompositePrimaryKey("bucket", "lexeme")
-    bucket = models.ForeignKey(TermBucket, on_delete=models.CASCADE, related_name="+")
+    pk = models.CompositePrimaryKey("bucket", "lexeme", "tenant")
+    tenant = models.ForeignKey("memory.Tenant", on_delete=models.CASCADE, related_name="+")
+    bucket = models.ForeignKey(TermBucket, on_delete=models.CASCADE, related_name="+", db_constraint=False)
     lexeme = models.TextField()
     records = models.IntegerField()
 

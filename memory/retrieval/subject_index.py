@@ -143,16 +143,16 @@ buckets AS (
     SELECT min(tenant_id), %(subject)s, namespace, memory_class_id, count(*),
            sum(coalesce(length(own), 0) + %(context_weight)s * coalesce(length(around), 0))
     FROM live GROUP BY namespace, memory_class_id
-    RETURNING id, namespace, memory_class_id
+    RETURNING id, tenant_id, namespace, memory_class_id
 )
-INSERT INTO retrieval_termcount (bucket_id, lexeme, records)
-SELECT b.id, t.lexeme, count(*)
+INSERT INTO retrieval_termcount (bucket_id, tenant_id, lexeme, records)
+SELECT b.id, b.tenant_id, t.lexeme, count(*)
 FROM live l
 JOIN buckets b ON b.namespace = l.namespace AND b.memory_class_id = l.memory_class_id
 CROSS JOIN LATERAL (SELECT unnest(tsvector_to_array(l.own))
                     UNION SELECT unnest(tsvector_to_array(l.around))) t(lexeme)
 WHERE t.lexeme IS NOT NULL
-GROUP BY b.id, t.lexeme
+GROUP BY b.id, b.tenant_id, t.lexeme
 """
 
 
@@ -238,7 +238,7 @@ def _settle_marker(subject_id: int, started: Any) -> None:
 _MARK_DUE_SQL = """
 INSERT INTO retrieval_pendingmaintenance (subject_id, tenant_id, queued_at)
 SELECT id, tenant_id, clock_timestamp() FROM memory_subject WHERE id = %s
-ON CONFLICT (subject_id) DO UPDATE SET queued_at = EXCLUDED.queued_at
+ON CONFLICT (subject_id, tenant_id) DO UPDATE SET queued_at = EXCLUDED.queued_at
 """
 
 

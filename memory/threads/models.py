@@ -27,7 +27,7 @@ def new_summary_id() -> str:
 class Thread(models.Model):
     id = models.CharField(primary_key=True, max_length=40, default=new_thread_id, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="threads")
+    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="threads", db_constraint=False)
     title = models.CharField(max_length=200, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     # The last sequence number handed out. Appends lock this row and increment it, so numbers are
@@ -68,15 +68,16 @@ class ThreadEvent(models.Model):
 
     id = models.CharField(primary_key=True, max_length=40, default=new_event_id, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="+")
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="events")
+    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="+", db_constraint=False)
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="events", db_constraint=False)
     seq = models.PositiveBigIntegerField()
     kind = models.CharField(max_length=16, choices=EventKind.choices)
     role = models.CharField(max_length=16, blank=True)
     text = models.TextField(blank=True)
     data = models.JSONField(default=dict, blank=True)
     # A correction is a new event naming the one it corrects; the corrected event stays as it was.
-    corrects = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    corrects = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+                                 db_constraint=False)
     idempotency_key = models.CharField(max_length=200, null=True, blank=True)
     payload_hash = models.CharField(max_length=64)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.RECORDED)
@@ -97,10 +98,11 @@ class Checkpoint(models.Model):
     """The resumable state of one workflow of a subject. ``version`` is the ETag."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="+")
+    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="+", db_constraint=False)
     workflow_id = models.CharField(max_length=128)
     version = models.PositiveIntegerField(default=1)
-    thread = models.ForeignKey(Thread, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    thread = models.ForeignKey(Thread, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+                               db_constraint=False)
     current_step = models.CharField(max_length=200, blank=True)
     completed_steps = models.JSONField(default=list, blank=True)
     pending_approval = models.JSONField(null=True, blank=True)
@@ -127,7 +129,7 @@ class ToolCall(models.Model):
         FAILED = "failed"
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="+")
+    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="+", db_constraint=False)
     workflow_id = models.CharField(max_length=128)
     idempotency_key = models.CharField(max_length=200)
     tool = models.CharField(max_length=200)
@@ -164,8 +166,8 @@ class Summary(models.Model):
 
     id = models.CharField(primary_key=True, max_length=40, default=new_summary_id, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="+")
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="summaries")
+    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="+", db_constraint=False)
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="summaries", db_constraint=False)
     origin = models.CharField(max_length=8, choices=Origin.choices)
     text = models.TextField(blank=True)
     from_seq = models.PositiveBigIntegerField()
@@ -178,8 +180,10 @@ class Summary(models.Model):
     stale_reason = models.CharField(max_length=300, blank=True)
     stale_at = models.DateTimeField(null=True, blank=True)
     # The regenerated summary that replaced this stale one.
-    replaced_by = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
-    regenerates = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    replaced_by = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+                                    db_constraint=False)
+    regenerates = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+                                    db_constraint=False)
     actor = models.CharField(max_length=64)
     created_at = models.DateTimeField(auto_now_add=True)
     search_vector = SearchVectorField(null=True, blank=True)

@@ -13,7 +13,7 @@ from django.utils import timezone
 from django_q.models import Schedule
 
 from memory.deletion.models import DeletionJob
-from memory.models import MemoryRecord
+from memory.models import AuditEntry, MemoryRecord
 from tests.conftest import memory_body
 from tests.deletion.helpers import run_job, tables_containing
 
@@ -96,3 +96,15 @@ def test_the_scheduled_task_runs_the_same_sweep(agent):
 
     assert purge_expired()["expired"] == 1
     assert MemoryRecord.objects.get(pk=old).status == "expired"
+
+
+def test_each_tenant_gets_its_own_audit_row_of_an_expiry(agent, foreign_agent):
+    """Audit rows belong to a tenant (a tenant's reviewers read them; the table is distributed by tenant), so a
+    sweep across tenants writes one row per tenant, naming only that tenant's records."""
+    ours = _episode(agent, 100, "evt_ours")
+    theirs = _episode(foreign_agent, 100, "evt_theirs")
+
+    _purge()
+
+    rows = {(a.tenant_id, tuple(a.data["memory_ids"])) for a in AuditEntry.objects.filter(action="memory.expire")}
+    assert rows == {(agent.tenant.pk, (ours,)), (foreign_agent.tenant.pk, (theirs,))}

@@ -149,7 +149,7 @@ def test_a_person_with_two_subjects_picks_one(client, alice, tenant, make_agent)
     other = make_agent(tenant, "usr_second")
     other.post("/api/v1/memories", memory_body(text="Second subject memory"))
     second = Subject.objects.get(external_id="usr_second")
-    second.users.add(alice)
+    second.users.add(alice, through_defaults={"tenant": second.tenant})
     client.force_login(alice)
 
     page = client.get(f"/me/?subject={second.pk}").content.decode()

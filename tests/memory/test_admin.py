@@ -38,3 +38,20 @@ def test_the_agent_key_hash_is_not_shown(operator, agent):
     page = operator.get(f"/admin/memory/agentkey/{key.pk}/change/").content.decode()
 
     assert key.key_hash not in page
+
+
+def test_an_operator_links_a_person_to_a_subject(operator, agent):
+    """The link rows carry the subject's tenant (memory/sharding.py); the admin's form still lists and saves them."""
+    from memory.models import SubjectUser
+
+    alice = get_user_model().objects.create_user("alice", password="alice-pass-123")
+    subject = agent.subject
+    page = operator.get(f"/admin/memory/subject/{subject.pk}/change/").content.decode()
+    assert 'name="users"' in page and "alice" in page
+
+    response = operator.post(f"/admin/memory/subject/{subject.pk}/change/",
+                             {"display_name": "Owner", "kind": "user", "users": [alice.pk]})
+
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert list(subject.users.all()) == [alice]
+    assert list(SubjectUser.objects.values_list("tenant_id", flat=True)) == [subject.tenant_id]

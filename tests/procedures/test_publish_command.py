@@ -54,3 +54,13 @@ def test_it_refuses_with_a_clear_error_and_writes_nothing(tenant, reviewer, body
     with pytest.raises(CommandError, match=message):
         call_command("publish_procedure", **args)
     assert not ProcedureVersion.objects.exists() and not Procedure.objects.exists()
+
+
+def test_the_admin_shows_a_procedures_members(tenant, reviewer, agent, body_file, admin_client):
+    call_command("publish_procedure", tenant="acme", name="release", file=body_file, reviewer="rita",
+                 scope="project", member=["usr_owner"])
+    procedure = Procedure.objects.get(name="release")
+
+    page = admin_client.get(f"/admin/procedures/procedure/{procedure.pk}/change/").content.decode()
+
+    assert "Members" in page and "usr_owner" in page

@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.utils import timezone
 from django_q.models import Schedule
 
-from memory.models import MemoryRecord
+from memory.models import AuditEntry, MemoryRecord
 from memory.threads.models import Checkpoint, Summary, Thread, ThreadEvent, ToolCall
 from tests.conftest import memory_body
 from tests.threads.conftest import append, new_thread
@@ -76,3 +76,17 @@ def test_the_migration_schedules_the_purge_daily():
 
     assert schedule.func == "memory.threads.tasks.purge_inactive_threads"
     assert schedule.schedule_type == Schedule.DAILY
+
+
+def test_each_tenant_gets_its_own_audit_row_of_the_sweep(state, agent, foreign_agent):
+    theirs = new_thread(foreign_agent, "theirs")
+    Thread.objects.filter(pk=theirs).update(updated_at=timezone.now() - dt.timedelta(days=120))
+
+    call_command("purge_threads")
+
+    rows = {a.tenant_id: a.data for a in AuditEntry.objects.filter(action="threads.retention")}
+    assert rows[agent.tenant.pk]["threads"] == [state["old"]]
+    assert (rows[agent.tenant.pk]["checkpoints"], rows[agent.tenant.pk]["tool_calls"]) == (1, 1)
+    assert rows[foreign_agent.tenant.pk]["threads"] == [theirs]
+    assert (rows[foreign_agent.tenant.pk]["checkpoints"], rows[foreign_agent.tenant.pk]["tool_calls"]) == (0, 0)
+    assert set(rows) == {agent.tenant.pk, foreign_agent.tenant.pk}

@@ -42,13 +42,20 @@ def threads_purge_inactive(*, older_than: dt.timedelta | None = None, dry_run: b
     calls = ToolCall.objects.filter(updated_at__lt=cutoff)
     if dry_run:
         return ThreadSweep(threads=threads.count(), checkpoints=checkpoints.count(), tool_calls=calls.count())
-    thread_ids = list(threads.values_list("pk", flat=True))
-    sweep = ThreadSweep(threads=len(thread_ids))
-    Thread.objects.filter(pk__in=thread_ids).delete()  # cascades to events and summaries
-    sweep.checkpoints, _ = checkpoints.delete()
-    sweep.tool_calls, _ = calls.delete()
-    if thread_ids or sweep.checkpoints or sweep.tool_calls:
-        audit(actor="system", action="threads.retention", object_type="threads", object_id="sweep", tenant_id=None,
-              data={"threads": thread_ids[:1000], "checkpoints": sweep.checkpoints, "tool_calls": sweep.tool_calls,
-                    "cutoff": cutoff.isoformat()})
+    # One tenant at a time: each tenant's audit row names its own threads and counts (audit rows belong to a
+    # tenant), and on a database sharded by tenant each statement stays on one node.
+    tenants = sorted({*threads.values_list("tenant_id", flat=True), *checkpoints.values_list("tenant_id", flat=True),
+                      *calls.values_list("tenant_id", flat=True)})
+    sweep = ThreadSweep()
+    for tenant_id in tenants:
+        thread_ids = list(threads.filter(tenant_id=tenant_id).values_list("pk", flat=True))
+        Thread.objects.filter(tenant_id=tenant_id, pk__in=thread_ids).delete()  # cascades to events and summaries
+        removed_checkpoints, _ = checkpoints.filter(tenant_id=tenant_id).delete()
+        removed_calls, _ = calls.filter(tenant_id=tenant_id).delete()
+        sweep.threads += len(thread_ids)
+        sweep.checkpoints += removed_checkpoints
+        sweep.tool_calls += removed_calls
+        audit(actor="system", action="threads.retention", object_type="threads", object_id="sweep",
+              tenant_id=tenant_id, data={"threads": thread_ids[:1000], "checkpoints": removed_checkpoints,
+                                         "tool_calls": removed_calls, "cutoff": cutoff.isoformat()})
     return sweep
