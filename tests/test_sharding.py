@@ -7,12 +7,13 @@ a rule fails here: there is no exception.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from django.db import connection
 
-from memory.sharding import DISTRIBUTION_COLUMN, PLACEMENT, RULES
+from memory.sharding import DISTRIBUTED, DISTRIBUTION_COLUMN, PLACEMENT, RULES
 
 pytestmark = pytest.mark.django_db
 
@@ -79,6 +80,13 @@ def test_it_places_every_table_of_the_migrated_schema() -> None:
 
     assert sorted(tables - set(PLACEMENT)) == [], "place the new table in memory/sharding.py"
     assert sorted(set(PLACEMENT) - tables) == [], "memory/sharding.py names a table the migrations do not create"
+
+
+def test_the_distribution_commands_in_the_scaling_guide_name_every_distributed_table() -> None:
+    guide = (Path(__file__).resolve().parent.parent / "docs" / "scaling.md").read_text()
+    commands = guide[guide.index("create_distributed_table"):]
+
+    assert [t for t in DISTRIBUTED if f"'{t}'" not in commands] == []
 
 
 @pytest.mark.parametrize("rule", sorted(RULES))
