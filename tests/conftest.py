@@ -200,6 +200,8 @@ def qcluster(transactional_db: Any) -> Any:
 
     from django.db import connection
 
+    from memory.workqueues import Supervisor
+
     # Warnings only: nothing reads the pipe, and a worker blocks once it is full (each task logs two lines).
     env = {**os.environ, "ENGRAM_DB_NAME": connection.settings_dict["NAME"], "ENGRAM_Q_WORKERS": "1",
            "ENGRAM_WARMUP": "0", "ENGRAM_LOG_LEVEL": "WARNING"}
@@ -209,7 +211,9 @@ def qcluster(transactional_db: Any) -> Any:
     yield process
     process.terminate()
     try:
-        process.wait(timeout=20)
+        # Longer than the supervisor's own grace: killed before it, it would leave its clusters running (each in
+        # a session of its own), holding the test database open.
+        process.wait(timeout=Supervisor.GRACE_SECONDS + 15)
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
