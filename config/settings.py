@@ -337,6 +337,9 @@ ENGRAM_RECALL = {
     "hop_records": env_int("ENGRAM_RECALL_HOP_RECORDS", 2),
     "hop_weight": env_float("ENGRAM_RECALL_HOP_WEIGHT", 0.3),
     "name_bonus": env_float("ENGRAM_RECALL_NAME_BONUS", 0.0),
+    # Spread over threads: a record's score is lowered by this for every better record of the same conversation
+    # session (same namespace and kind, event times within the context windows' session gap); 0: off.
+    "spread": env_float("ENGRAM_RECALL_SPREAD", 0.0),
 }
 # The second hop: "off"; "lexical": the first round's best records' words join the lexical leg of a second round;
 # "semantic": their text joins the question's embedding instead; "both": both.

@@ -20,6 +20,7 @@ measured for each is in docs/retrieval.md ("More than one matching record").
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Callable, Sequence
 
@@ -27,6 +28,7 @@ from django.conf import settings
 
 from memory.embedder_guard import EmbedderUnavailable
 from memory.retrieval import candidates as legs
+from memory.retrieval.context import SESSION_GAP_MINUTES
 from memory.retrieval.ranking import MIN_SIMILARITY, Ranked, own_relevance
 from memory.scope import Scope
 
@@ -34,6 +36,9 @@ _TUNING = settings.ENGRAM_RECALL
 HOP = settings.ENGRAM_RECALL_HOP  # one of HOPS
 HOP_RECORDS = int(_TUNING["hop_records"])
 NAME_BONUS = float(_TUNING["name_bonus"])
+SPREAD = float(_TUNING["spread"])
+# A conversation session: event times no further apart than the context windows' session gap (context.py).
+SESSION_GAP = dt.timedelta(minutes=SESSION_GAP_MINUTES)
 HOPS = ("off", "lexical", "semantic", "both")
 if HOP not in HOPS:
     raise ValueError(f"ENGRAM_RECALL_HOP is one of {', '.join(HOPS)}")
@@ -109,3 +114,20 @@ def name_bonus(query: str, items: Sequence[Ranked]) -> None:
         words |= {re.sub(r"['’]s$", "", w) for w in words}
         if names & words:
             item.bonus = NAME_BONUS
+
+
+def spread(items: list[Ranked]) -> None:
+    """Lower each memory item's score by SPREAD for every better-scored item of the same session: a question whose
+    answer lies in several threads gets more than one of them among the first packets, instead of one thread's
+    neighbouring turns (which share their window's words and vector, so they score alike)."""
+    if SPREAD <= 0:
+        return
+    better: list[tuple[str, str, dt.datetime]] = []
+    for item in sorted(items, key=lambda i: (-i.score, i.item_id)):
+        at = item.extra.get("at")
+        if at is None:
+            continue
+        thread = (str(item.extra.get("namespace")), str(item.packet.get("kind")))
+        same = sum(1 for ns, kind, when in better if (ns, kind) == thread and abs(when - at) <= SESSION_GAP)
+        better.append((*thread, at))
+        item.score -= SPREAD * same

@@ -99,7 +99,7 @@ def _memory_item(found: legs.Candidate) -> Ranked:
                   memory_class_id=row["memory_class_id"], lexical_rank=found.lexical_rank,
                   semantic_rank=found.semantic_rank, similarity=found.similarity,
                   lexical=found.lexical if found.lexical is not None else None,
-                  extra={"namespace": row["namespace"],
+                  extra={"namespace": row["namespace"], "at": row.get("occurred_at") or valid_from,
                          "retention": _shortest_seconds(row["max_retention_s"], row["default_ttl_s"])})
 
 
@@ -212,6 +212,7 @@ def memory_retrieve(*, scope: Scope, request: RetrieveRequest) -> RetrieveResult
     expansion.name_bonus(request.query, items)
     for item in items:
         score(item, now, small_memory=small_memory)
+    expansion.spread(items)
     classify(items)
     items.sort(key=lambda i: (-i.score, i.item_id))
     packets, used = _select(items, request, embedder, dropped)
