@@ -331,19 +331,10 @@ ENGRAM_RECALL = {
     "strong_lexical": env_float("ENGRAM_RECALL_STRONG_LEXICAL", 0.5),
     "pool_factor": env_int("ENGRAM_RECALL_POOL_FACTOR", 4),
     "pool_min": env_int("ENGRAM_RECALL_POOL_MIN", 40),
-    # Retrieval through more than one matching record (memory/retrieval/expansion.py; the kind of second hop is
-    # ENGRAM_RECALL_HOP below): how many of the first round's best records expand the question, the second round's
-    # share of relevance, and the bonus of a record that names a person the question names (0: off).
-    "hop_records": env_int("ENGRAM_RECALL_HOP_RECORDS", 2),
-    "hop_weight": env_float("ENGRAM_RECALL_HOP_WEIGHT", 0.3),
-    "name_bonus": env_float("ENGRAM_RECALL_NAME_BONUS", 0.0),
-    # Spread over threads: a record's score is lowered by this for every better record of the same conversation
-    # session (same namespace and kind, event times within the context windows' session gap); 0: off.
-    "spread": env_float("ENGRAM_RECALL_SPREAD", 0.0),
+    # A record that contains a name the question contains gets this much relevance more (memory/retrieval/names.py);
+    # 0: off.
+    "name_bonus": env_float("ENGRAM_RECALL_NAME_BONUS", 0.1),
 }
-# The second hop: "off"; "lexical": the first round's best records' words join the lexical leg of a second round;
-# "semantic": their text joins the question's embedding instead; "both": both.
-ENGRAM_RECALL_HOP = env_str("ENGRAM_RECALL_HOP", "off")
 # Tombstones outlive the longest retry and consolidation window, then expire.
 ENGRAM_TOMBSTONE_DAYS = env_int("ENGRAM_TOMBSTONE_DAYS", 30)
 # A failing deletion step is retried this many times, waiting base * 2^attempt seconds between tries.

@@ -27,8 +27,8 @@ from memory.normalise import normalise_text, normalise_value
 from memory.policy.injection import content_flags
 from memory.policy.secrets import refuse_secrets
 from memory.retrieval import candidates as legs
-from memory.retrieval import expansion
-from memory.retrieval.ranking import LEXICAL_KNEE, MIN_SIMILARITY, Ranked, below_threshold, classify, score
+from memory.retrieval.names import mark_names
+from memory.retrieval.ranking import MIN_SIMILARITY, Ranked, below_threshold, classify, score
 from memory.retrieval.services import retrieval_log_record
 from memory.retrieval.sources import RetrievalQuery, SourceItem, provider
 from memory.scope import READ, Scope
@@ -99,7 +99,7 @@ def _memory_item(found: legs.Candidate) -> Ranked:
                   memory_class_id=row["memory_class_id"], lexical_rank=found.lexical_rank,
                   semantic_rank=found.semantic_rank, similarity=found.similarity,
                   lexical=found.lexical if found.lexical is not None else None,
-                  extra={"namespace": row["namespace"], "at": row.get("occurred_at") or valid_from,
+                  extra={"namespace": row["namespace"],
                          "retention": _shortest_seconds(row["max_retention_s"], row["default_ttl_s"])})
 
 
@@ -193,11 +193,6 @@ def memory_retrieve(*, scope: Scope, request: RetrieveRequest) -> RetrieveResult
                                    source_types=_as_list(request.filters.get("source_types"), "source_types"))
             items.extend(_memory_candidates(scope, request, filters, vector, pool, dropped, log, retention))
             memory_candidates = len(items)
-            if expansion.hop_enabled():
-                small = 0 < memory_candidates < pool
-                items.extend(expansion.second_hop(
-                    scope, filters, request.query, vector, items, pool=pool, limit=request.limit,
-                    knee=LEXICAL_KNEE if small else 0.0, embed=embedder.embed_query, as_item=_memory_item))
     timings["memory"] = _ms(started) - timings["embed"]
     query = RetrievalQuery(text=request.query, vector=vector, limit=pool, filters=dict(request.filters))
     for name in request.include:
@@ -209,10 +204,9 @@ def memory_retrieve(*, scope: Scope, request: RetrieveRequest) -> RetrieveResult
     # Every embedded record of the scope is a candidate of the semantic leg, so fewer candidates than the pool means a
     # memory of fewer records than that: too few for BM25's IDF to tell a common word from a rare one (ranking.py).
     small_memory = 0 < memory_candidates < pool
-    expansion.name_bonus(request.query, items)
+    mark_names(request.query, items)
     for item in items:
         score(item, now, small_memory=small_memory)
-    expansion.spread(items)
     classify(items)
     items.sort(key=lambda i: (-i.score, i.item_id))
     packets, used = _select(items, request, embedder, dropped)

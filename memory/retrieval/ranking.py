@@ -68,7 +68,7 @@ LEXICAL_KNEE = float(_TUNING["lexical_knee"])
 LINE_FRACTION = float(_TUNING["line_fraction"])
 STRONG_SIMILARITY = float(_TUNING["strong_similarity"])
 STRONG_LEXICAL = float(_TUNING["strong_lexical"])
-HOP_WEIGHT = float(_TUNING["hop_weight"])
+NAME_BONUS = float(_TUNING["name_bonus"])
 STRONG, WEAK = "strong", "weak"
 
 
@@ -93,12 +93,7 @@ class Ranked:
     selected: bool = False
     reason: str | None = None
     match: str | None = None  # STRONG, WEAK, or None: below this question's line (classify)
-    # Set by a second round of retrieval (expansion.py): the record's relevance to the question expanded with the
-    # first round's best records, and, for a record only that round found, a stand-in for its first-round relevance
-    # (the lowest of the first round's pool: it was not in it). ``bonus``: it names a person the question names.
-    hop: float | None = None
-    base: float | None = None
-    bonus: float = 0.0
+    names_match: bool = False  # it contains a name the question contains (names.py): NAME_BONUS more relevance
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -115,18 +110,11 @@ def lexical_share(item: Ranked) -> float:
 
 
 def relevance(item: Ranked, knee: float = 0.0) -> float:
-    first = own_relevance(item, knee) if item.base is None else item.base
-    if item.hop is not None:
-        first = (1.0 - HOP_WEIGHT) * first + HOP_WEIGHT * item.hop
-    return min(first + item.bonus, 1.0)
-
-
-def own_relevance(item: Ranked, knee: float = 0.0) -> float:
-    """Relevance from the item's own two legs for the question as asked."""
     similarity = max(item.similarity or 0.0, 0.0)
     # No similarity known (embedding pending, or a lexical-only source): nothing to gate the words by.
     gate = 1.0 if item.similarity is None else min(1.0, similarity / GATE_SIMILARITY)
-    return W_LEXICAL * lexical_evidence(item, knee) * gate + W_SEMANTIC * similarity
+    found = W_LEXICAL * lexical_evidence(item, knee) * gate + W_SEMANTIC * similarity
+    return min(found + (NAME_BONUS if item.names_match else 0.0), 1.0)
 
 
 def lexical_evidence(item: Ranked, knee: float = 0.0) -> float:
