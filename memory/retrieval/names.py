@@ -5,10 +5,10 @@ said about them. In a long conversation between two or three people each name is
 BM25's IDF rightly makes it a weak word: it cannot tell the records about Anna from the rest, and the records about
 the other person that share the question's topic words outrank hers. A capitalised word that does not start a
 sentence is taken as a name; a record containing it gets ``NAME_BONUS`` (``ENGRAM_RECALL_NAME_BONUS``, 0.1) more
-relevance (ranking.relevance), enough to order records of about the same relevance, never to lift an unrelated one
-over a relevant one. Nothing here knows any particular name, speaker format or data set. What it changed on LoCoMo,
-and what was tried beside it (a second hop, pseudo-relevance feedback, a spread over sessions): docs/retrieval.md,
-"More than one matching record".
+relevance (ranking.relevance): meant to order records of about the same relevance; a record clearly about the
+question still beats the named person's unrelated ones (tests/retrieval/test_names.py). Nothing here knows any
+particular name, speaker format or data set. What it changed on LoCoMo, and what was tried beside it (a second hop,
+pseudo-relevance feedback, a spread over sessions): docs/retrieval.md, "More than one matching record".
 """
 
 from __future__ import annotations
