@@ -253,6 +253,7 @@ def main() -> None:  # noqa: C901 - a linear script, step by step
     results["ingest_seconds"] = round(ingest_seconds, 1) if ingest_seconds else None
     if args.folds:
         results["folds"] = two_fold(runs, [c["sample_id"] for c in conversations])
+        results["by_configuration"] = by_configuration(runs, results["folds"]["halves"])
     if paraphrase is not None:
         results["paraphrase"] = paraphrase
         results["paraphrase_by_configuration"] = {
@@ -302,6 +303,21 @@ def two_fold(runs: list[dict[str, Any]], sample_ids: list[str]) -> dict[str, Any
     out["held_out"] = summarise(held_out_rows, "engram")
     out["held_in"] = summarise(held_in_rows, "engram")
     out["bm25"] = summarise(held_out_rows, "bm25")
+    return out
+
+
+def by_configuration(runs: list[dict[str, Any]], halves: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """Every configuration on each half, with its times as a ratio to the first (the shipped) in the same run."""
+    first = runs[0]
+    out = []
+    for run in runs:
+        out.append({
+            "name": run["name"], "env": run["env"],
+            "halves": {name: summarise([r for r in run["rows"] if r["sample_id"] in ids], "engram")
+                       for name, ids in halves.items()},
+            "http_ms": run["http_ms"], "retrieve_ms": run["retrieve_ms"],
+            "retrieve_ratio": round(run["retrieve_ms"]["mean"] / first["retrieve_ms"]["mean"], 2),
+            "http_ratio": round(run["http_ms"]["p50"] / first["http_ms"]["p50"], 2)})
     return out
 
 
@@ -380,13 +396,17 @@ def query_all(args: Any, console: Any, conversations: list[dict[str, Any]], keys
                              "bm25": bm25_top(c["turns"], q["question"], 10)})
                 if len(rows) % 50 == 0:
                     status.update(f"querying {len(rows)}/{total}")
-    embed_ms = [log["embed"] for log in RetrievalLog.objects.filter(pk__in=log_ids).values_list("timings_ms", flat=True)
-                if "embed" in log]
+    timings = list(RetrievalLog.objects.filter(pk__in=log_ids).values_list("timings_ms", flat=True))
+    embed_ms = [log["embed"] for log in timings if "embed" in log]
+    # The server's own time for the whole retrieve (every round of it), without HTTP and the log's insert.
+    total_ms = [log["total"] for log in timings if "total" in log]
     return {"engram": summarise(rows, "engram"), "bm25": summarise(rows, "bm25"), "rows": rows,
             "http_ms": {"p50": round(statistics.median(latencies), 2), "p95": round(pct(latencies, 0.95), 2),
                         "n": len(latencies)},
             "query_embedding_ms": {"p50": round(statistics.median(embed_ms), 2),
                                    "p95": round(pct(embed_ms, 0.95), 2), "n": len(embed_ms)},
+            "retrieve_ms": {"p50": round(statistics.median(total_ms), 2), "p95": round(pct(total_ms, 0.95), 2),
+                            "mean": round(statistics.mean(total_ms), 2), "n": len(total_ms)},
             "cross_tenant_hits": cross_tenant,
             "questions": len(rows), "turns": sum(len(c["turns"]) for c in conversations)}
 

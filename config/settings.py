@@ -331,6 +331,9 @@ ENGRAM_RECALL = {
     "strong_lexical": env_float("ENGRAM_RECALL_STRONG_LEXICAL", 0.5),
     "pool_factor": env_int("ENGRAM_RECALL_POOL_FACTOR", 4),
     "pool_min": env_int("ENGRAM_RECALL_POOL_MIN", 40),
+    # A record that contains a name the question contains gets this much relevance more (memory/retrieval/names.py);
+    # 0: off.
+    "name_bonus": env_float("ENGRAM_RECALL_NAME_BONUS", 0.1),
 }
 # Tombstones outlive the longest retry and consolidation window, then expire.
 ENGRAM_TOMBSTONE_DAYS = env_int("ENGRAM_TOMBSTONE_DAYS", 30)

@@ -27,6 +27,7 @@ from memory.normalise import normalise_text, normalise_value
 from memory.policy.injection import content_flags
 from memory.policy.secrets import refuse_secrets
 from memory.retrieval import candidates as legs
+from memory.retrieval.names import mark_names
 from memory.retrieval.ranking import MIN_SIMILARITY, Ranked, below_threshold, classify, score
 from memory.retrieval.services import retrieval_log_record
 from memory.retrieval.sources import RetrievalQuery, SourceItem, provider
@@ -203,6 +204,7 @@ def memory_retrieve(*, scope: Scope, request: RetrieveRequest) -> RetrieveResult
     # Every embedded record of the scope is a candidate of the semantic leg, so fewer candidates than the pool means a
     # memory of fewer records than that: too few for BM25's IDF to tell a common word from a rare one (ranking.py).
     small_memory = 0 < memory_candidates < pool
+    mark_names(request.query, items)
     for item in items:
         score(item, now, small_memory=small_memory)
     classify(items)

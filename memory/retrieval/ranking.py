@@ -68,6 +68,7 @@ LEXICAL_KNEE = float(_TUNING["lexical_knee"])
 LINE_FRACTION = float(_TUNING["line_fraction"])
 STRONG_SIMILARITY = float(_TUNING["strong_similarity"])
 STRONG_LEXICAL = float(_TUNING["strong_lexical"])
+NAME_BONUS = float(_TUNING["name_bonus"])
 STRONG, WEAK = "strong", "weak"
 
 
@@ -92,6 +93,7 @@ class Ranked:
     selected: bool = False
     reason: str | None = None
     match: str | None = None  # STRONG, WEAK, or None: below this question's line (classify)
+    names_match: bool = False  # it contains a name the question contains (names.py): NAME_BONUS more relevance
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -111,7 +113,8 @@ def relevance(item: Ranked, knee: float = 0.0) -> float:
     similarity = max(item.similarity or 0.0, 0.0)
     # No similarity known (embedding pending, or a lexical-only source): nothing to gate the words by.
     gate = 1.0 if item.similarity is None else min(1.0, similarity / GATE_SIMILARITY)
-    return W_LEXICAL * lexical_evidence(item, knee) * gate + W_SEMANTIC * similarity
+    found = W_LEXICAL * lexical_evidence(item, knee) * gate + W_SEMANTIC * similarity
+    return min(found + (NAME_BONUS if item.names_match else 0.0), 1.0)
 
 
 def lexical_evidence(item: Ranked, knee: float = 0.0) -> float:
