@@ -278,7 +278,7 @@ def _log_entry(item: Ranked) -> dict[str, Any]:
                              "similarity": None if item.similarity is None else round(item.similarity, 4),
                              "lexical": None if item.lexical is None else round(item.lexical, 4),
                              "relevance": round(item.relevance, 4), "score": round(item.score, 4),
-                             "match": item.match,
+                             "match": item.match, "names": item.names_match,
                              "tokens": item.tokens or None, "selected": item.selected, "reason": item.reason,
                              "authority": item.authority}
     if item.source == MEMORY:

@@ -39,6 +39,11 @@ def test_a_question_naming_a_person_puts_her_records_before_the_other_persons_on
     birthday = top("What did Anna get for her birthday?")
     assert birthday[0] == ids[ANNA_GIFT]
     assert ids[TOM_GIFT] not in birthday
+    # The retrieval log says which candidates the bonus lifted.
+    body = retrieve(agent, "What did Anna get for her birthday?")
+    logged = {c["memory_id"]: c["names"] for c in agent.get(f"/api/v1/retrievals/{body['retrieval_id']}").json()
+              ["candidates"]}
+    assert logged[ids[ANNA_GIFT]] is True and logged[ids[TOM_GIFT]] is False
     instrument = top("Which instrument is Anna learning?")
     assert ids[ANNA_CELLO] in instrument[:2]
     assert ids[TOM_VIOLIN] not in instrument
