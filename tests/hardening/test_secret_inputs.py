@@ -144,3 +144,24 @@ def test_an_error_naming_a_secret_the_client_sent_does_not_repeat_it(agent):
 
     assert response.status_code == 404 and response.json()["code"] == "not_found"
     assert SLACK_TOKEN not in response.content.decode() and "[REDACTED]" in response.json()["detail"]
+
+
+# Made at 2026-12-04 17:40:54 UTC: its time characters spell "A3T" and sixteen capitals and digits follow, the shape
+# of an AWS access key id.
+ID_OF_THE_AWS_SHAPE = "prp_01M912A3T43WRQVTVZ6HNNE2MD"
+
+
+def test_an_id_the_service_made_is_never_taken_for_a_secret(agent):
+    assert policy.scan_text(ID_OF_THE_AWS_SHAPE) == []
+
+    response = agent.delete(f"/api/v1/procedures/refunds/proposals/{ID_OF_THE_AWS_SHAPE}")
+    retrieved = agent.post("/api/v1/retrieve", {"query": f"what happened to {ID_OF_THE_AWS_SHAPE}"})
+
+    assert response.json()["code"] != "secret_detected"
+    assert retrieved.status_code == 200, retrieved.json()
+
+
+def test_a_real_key_beside_an_id_is_still_found():
+    assert policy.scan_text(f"{ID_OF_THE_AWS_SHAPE} AKIAIOSFODNN7EXAMPLE") == ["aws_access_key"]
+    # The same characters without the id's shape (a letter it cannot hold) are scanned as they are.
+    assert policy.scan_text("prp_01M912A3T43WRQVTVZ6HNNE2MU") == ["aws_access_key"]
