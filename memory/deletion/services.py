@@ -189,10 +189,14 @@ def _enqueue(job_id: str) -> None:
     transaction.on_commit(lambda: enqueue("memory.deletion.tasks.run_deletion", job_id, queue=URGENT))
 
 
+def rearm_failed(job: DeletionJob) -> bool:
+    """A failed job back to pending with its automatic retries afresh (asked for again); whether it was failed."""
+    return bool(DeletionJob.objects.filter(pk=job.pk, status=DeletionJob.Status.FAILED).update(
+        status=DeletionJob.Status.PENDING, reason="", retry_at=None, retries=0))
+
+
 def _requeue_if_failed(job: DeletionJob) -> DeletionJob:
-    if job.status == DeletionJob.Status.FAILED:
-        DeletionJob.objects.filter(pk=job.pk, status=DeletionJob.Status.FAILED).update(
-            status=DeletionJob.Status.PENDING, reason="", retry_at=None, retries=0)
+    if rearm_failed(job):
         job.refresh_from_db()
         _enqueue(job.pk)
     return job

@@ -20,7 +20,7 @@ from memory.audit import audit
 from memory.deletion import registry
 from memory.deletion.journal import journal_append
 from memory.deletion.models import DeletionJob, DeletionStep, new_deletion_id
-from memory.deletion.services import VERIFICATION, deletion_run
+from memory.deletion.services import VERIFICATION, deletion_run, rearm_failed
 from memory.errors import Conflict, NotFound
 from memory.knowledge.deletion_surfaces import DOCUMENT_KIND
 from memory.knowledge.selectors import documents_for_scope
@@ -94,8 +94,7 @@ def document_purge(*, scope: Scope, document: Any, job_id: str | None = None) ->
 def _run_inline(job: DeletionJob) -> DeletionJob:
     """The job through the shared runner, in the caller's transaction: on success the document is gone when the
     transaction commits, with the job that says so."""
-    if job.status == DeletionJob.Status.FAILED:  # asked again: the runner tries it afresh, as deletion_retry does
-        DeletionJob.objects.filter(pk=job.pk).update(status=DeletionJob.Status.PENDING, retry_at=None, retries=0)
+    rearm_failed(job)  # asked again: a failed job is tried afresh, as a record's deletion asked again is
     deletion_run(job_id=job.pk)
     job.refresh_from_db()
     if job.status == DeletionJob.Status.COMPLETED:
