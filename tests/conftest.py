@@ -24,6 +24,22 @@ def pytest_configure(config: pytest.Config) -> None:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+# A test that starts a browser or a worker process costs seconds; most others cost a fraction of one.
+SLOW_MARKERS = ("browser", "worker")
+SLOW_TEST_WEIGHT = 10
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run the most expensive files first. `make test` hands whole files to two processes in collection order
+    (`--dist loadfile --no-loadscope-reorder`); with the few-test browser and worker files last, as xdist's own
+    order by test count puts them, one process ran the final long file while the other sat idle."""
+    cost: dict[Path, int] = {}
+    for item in items:
+        slow = any(item.get_closest_marker(name) for name in SLOW_MARKERS)
+        cost[item.path] = cost.get(item.path, 0) + (SLOW_TEST_WEIGHT if slow else 1)
+    items.sort(key=lambda item: -cost[item.path])  # stable: a file keeps its own order
+
+
 @dataclass
 class Agent:
     """An API client bound to one agent key and (optionally) one principal token."""
