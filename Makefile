@@ -59,19 +59,13 @@ run: db
 
 lint: install
 	$(VENV)/bin/ruff check .
-	$(PY) manage.py makemigrations --check --dry-run
 	$(VENV)/bin/mypy .
+	$(PY) manage.py makemigrations --check --dry-run
 
 # Two processes, one test file at a time each (files share fixtures and live servers; the most expensive files
 # go first, see tests/conftest.py); then, alone, the tests that stop the database server the others use.
-# mypy runs beside the suite, which leaves most of a core idle while it waits on workers, browsers and servers;
-# its report is printed after the suite's, and either failing fails the target.
-test: install chromium
-	$(VENV)/bin/ruff check .
-	$(PY) manage.py makemigrations --check --dry-run
-	@mkdir -p var; ($(VENV)/bin/mypy . > var/mypy.log 2>&1; echo $$? > var/mypy.status) & \
-	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m "not serial"; suite=$$?; wait; \
-	echo "--- mypy"; cat var/mypy.log; [ $$suite -eq 0 ] && [ "$$(cat var/mypy.status)" = 0 ]
+test: install chromium lint
+	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m "not serial"
 	$(PY) -m pytest -m serial
 
 test-fast: install
