@@ -19,19 +19,17 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(CLIENT)/pyproject.toml 
 AXE_VERSION := 4.14.1
 AXE := var/node/node_modules/axe-core/axe.min.js
 
-.PHONY: install chromium db run test test-fast lint bench bench-me bench-locomo bench-recall bench-sizes bench-cost bench-deletion evaluate db-stop clean
+.PHONY: install bytecode chromium db run test test-fast lint bench bench-me bench-locomo bench-recall bench-sizes bench-cost bench-deletion evaluate db-stop clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): pyproject.toml $(CLIENT)/pyproject.toml | $(PY)
 	$(PIP) install --upgrade pip setuptools wheel
-	# --no-compile: byte-compiling every installed module (transformers, openai, torch...) was half the install
-	# time; Python compiles the few hundred modules actually imported on first use.
 	# torch first and pinned: an unpinned torch would pull a multi-GB CUDA build.
-	$(PIP) install --no-compile torch==2.13.0
+	$(PIP) install torch==2.13.0
 	# The server with its dev tools, and the Python client with every integration (its tests run here).
-	$(PIP) install --no-compile -e '.[dev]' -e './$(CLIENT)[all]'
+	$(PIP) install -e '.[dev]' -e './$(CLIENT)[all]'
 	rm -f $(VENV)/.installed-*
 	touch $@
 
@@ -44,7 +42,12 @@ $(ONNX): $(STAMP) memory/embedder_onnx.py
 	$(PY) -m memory.embedder_onnx
 	mkdir -p var/models && rm -f var/models/.exported-* && touch $@
 
-install: $(STAMP) $(AXE) $(ONNX)
+# The project's own modules byte-compiled once: an environment that sets PYTHONDONTWRITEBYTECODE (this one does)
+# would otherwise have every process the suite starts, servers and workers among them, compile them again.
+bytecode: $(STAMP)
+	$(PY) -m compileall -q -j 0 config memory api review procedures tests $(CLIENT)/src manage.py
+
+install: $(STAMP) $(AXE) $(ONNX) bytecode
 
 # Browser tests drive Debian's Chromium; Playwright cannot download browsers here.
 chromium:
