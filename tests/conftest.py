@@ -37,7 +37,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         slow = any(item.get_closest_marker(name) for name in SLOW_MARKERS)
         cost[item.path] = cost.get(item.path, 0) + (SLOW_TEST_WEIGHT if slow else 1)
-    items.sort(key=lambda item: -cost[item.path])  # stable: a file keeps its own order
+    items.sort(key=lambda item: (-cost[item.path], str(item.path)))  # stable: a file keeps its own order
 
 
 @dataclass
