@@ -3,6 +3,8 @@
 This is the run `make test` makes of the suite: every metric and adversarial case must be present
 and pass. The scenario phases run their tasks inline (django-q2's sync mode: runner.sync_tasks); the
 deletion race hands its last job to a real `manage.py qcluster` process (memory/evaluation/worker.py).
+The HTML report is opened in a real Chromium here too, so that the suite runs once in this file's process;
+that test saves docs/screenshots/evaluation-report.png (the screenshot the README shows).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from memory.evaluation.suite import METRICS, SCENARIO_DIR
+
+SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "evaluation-report.png"
 
 ADVERSARIAL = {"injected_instructions", "body_scope_change", "poisoned_procedure", "deletion_races_consolidation",
                "secret_in_evidence"}
@@ -118,3 +122,27 @@ def _cases(report: dict, metric: str) -> list[str]:
     """Every check of a metric, passing or not, is listed in by_scenario counts; failures name cases.
     The passing case names come from the JSON's checks list."""
     return report["metrics"][metric]["extra"]["cases"]
+
+
+def test_the_metrics_the_broken_builds_break_pass_with_the_safeguards_in_place(fast_report: dict) -> None:
+    """The control of test_broken_build.py: the unbroken build passes the metrics those tests break."""
+    for name in ("isolation", "staleness", "deletion"):
+        assert fast_report["metrics"][name]["value"] == 1.0
+
+
+@pytest.mark.browser
+def test_it_opens_the_html_report_in_chromium(fast_report: dict, page: Any) -> None:
+    page.goto(Path(fast_report["_html"]).as_uri())
+    assert "PASS" in page.locator("h1").inner_text()
+    assert page.locator("#summary tr").count() == len(METRICS) + 1
+    for name in METRICS:
+        chart = page.locator(f"#metric-{name} svg")
+        assert chart.is_visible()
+        assert chart.bounding_box()["height"] > 40
+    rows = page.locator("#adversarial tr")
+    assert rows.count() == 6
+    assert page.locator("#adversarial td.pass").count() == 5
+    assert page.locator("#failing").inner_text() == "None."
+    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOT), full_page=True)
+    assert SCREENSHOT.stat().st_size > 20_000

@@ -63,16 +63,28 @@ def health(port: int) -> dict | None:
         return None
 
 
-def start_serve(env: dict[str, str], *, queues: str = "", web_workers: int = 1, need_worker: bool = False,
-                port: int | None = None, log: Path | None = None) -> Server:
+def launch_serve(env: dict[str, str], *, queues: str = "", web_workers: int = 1, port: int | None = None,
+                 log: Path | None = None) -> Server:
+    """Start `serve` without waiting for it (several nodes start side by side; see wait_serving)."""
     port = port or free_port()
     out = open(log, "wb") if log else subprocess.DEVNULL  # noqa: SIM115 - handed to the child
     process = subprocess.Popen(
         [sys.executable, "manage.py", "serve", "--port", str(port), "--workers", str(web_workers), "--queues",
          queues], cwd=ROOT, env={**os.environ, "ENGRAM_WARMUP": "0", "ENGRAM_LOG_LEVEL": "WARNING", **env},
         stdout=out, stderr=subprocess.STDOUT)
-    wait_for(lambda: (h := health(port)) is not None and (not need_worker or h.get("worker") == "ok"), timeout=90)
     return Server(port=port, process=process)
+
+
+def wait_serving(server: Server, *, need_worker: bool = False) -> Server:
+    port = server.port
+    wait_for(lambda: (h := health(port)) is not None and (not need_worker or h.get("worker") == "ok"), timeout=90)
+    return server
+
+
+def start_serve(env: dict[str, str], *, queues: str = "", web_workers: int = 1, need_worker: bool = False,
+                port: int | None = None, log: Path | None = None) -> Server:
+    server = launch_serve(env, queues=queues, web_workers=web_workers, port=port, log=log)
+    return wait_serving(server, need_worker=need_worker)
 
 
 def stop_serve(server: Server) -> None:

@@ -27,13 +27,14 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def start_urgent_worker(*, warm: bool) -> subprocess.Popen[bytes]:
-    """The deletion queue's qcluster, with a short lease (35 s) so a dead worker's job is handed out again
-    soon; ``warm`` loads the model at start, outside the job's 30 s timeout."""
+    """The deletion queue's qcluster, with a short lease (15 s) so a dead worker's job is handed out again
+    soon; ``warm`` loads the model at start, outside the job's 12 s timeout (a one-record deletion takes
+    about a second)."""
     return subprocess.Popen(
         [sys.executable, "manage.py", "qcluster"], cwd=ROOT, start_new_session=True,
         env={**os.environ, "Q_CLUSTER_NAME": "urgent", "ENGRAM_DB_NAME": connection.settings_dict["NAME"],
-             "ENGRAM_WARMUP": "1" if warm else "0", "ENGRAM_Q_URGENT_TIMEOUT": "30",
-             "ENGRAM_Q_URGENT_RETRY": "35"},
+             "ENGRAM_WARMUP": "1" if warm else "0", "ENGRAM_Q_URGENT_TIMEOUT": "12",
+             "ENGRAM_Q_URGENT_RETRY": "15"},
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

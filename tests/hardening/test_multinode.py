@@ -17,30 +17,48 @@ import psycopg
 import pytest
 
 from tests.conftest import memory_body, wait_for
-from tests.hardening.conftest import ROOT, Server, free_port, start_serve, stop_serve
+from tests.hardening.conftest import ROOT, Server, free_port, launch_serve, stop_serve, wait_serving
 from tests.hardening.tcp_postgres import tcp_postgres
 
 pytestmark = pytest.mark.worker
 RATE = 150  # per minute per key, on both nodes together
 
 
-def manage(url: str, *args: str) -> str:
-    result = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, capture_output=True, text=True,
-                            env={**os.environ, "DATABASE_URL": url}, timeout=300, check=True)
-    return result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
+# The operator's set-up commands, in one process (each `manage.py` run pays Django's start-up): the last line
+# each prints, one per line.
+SET_UP = """
+import io
+import django
+django.setup()
+from django.core.management import call_command
+def last_line(*args):
+    out = io.StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue().strip().splitlines()[-1]
+call_command("migrate", "--noinput", verbosity=0)
+call_command("create_tenant", "acme", stdout=io.StringIO())
+print(last_line("create_agent_key", "--tenant", "acme", "--name", "agents", "--scopes", "read,write,mint"))
+print(last_line("create_agent_key", "--tenant", "acme", "--name", "limited", "--scopes", "read"))
+print(last_line("mint_principal_token", "--tenant", "acme", "--subject", "usr_owner", "--ttl", "3600"))
+"""
+
+
+def set_up(url: str) -> list[str]:
+    result = subprocess.run([sys.executable, "-c", SET_UP], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "config.settings"},
+                            check=True)
+    return result.stdout.strip().splitlines()[-3:]
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[dict[str, Any]]:
     with tcp_postgres(free_port()) as url:
-        manage(url, "migrate", "--noinput")
-        manage(url, "create_tenant", "acme")
-        key = manage(url, "create_agent_key", "--tenant", "acme", "--name", "agents", "--scopes", "read,write,mint")
-        limited = manage(url, "create_agent_key", "--tenant", "acme", "--name", "limited", "--scopes", "read")
-        token = manage(url, "mint_principal_token", "--tenant", "acme", "--subject", "usr_owner", "--ttl", "3600")
+        key, limited, token = set_up(url)
         env = {"DATABASE_URL": url, "ENGRAM_THROTTLE_KEY_RATE": f"{RATE}/min"}
-        nodes = [start_serve(env, queues="urgent,engram,bulk", need_worker=True) for _ in range(2)]
+        nodes = [launch_serve(env, queues="urgent,engram,bulk") for _ in range(2)]  # starting side by side
         try:
+            for node in nodes:
+                wait_serving(node, need_worker=True)
             yield {"url": url, "nodes": nodes, "key": key, "limited": limited, "token": token}
         finally:
             for node in nodes:
