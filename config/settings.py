@@ -305,9 +305,10 @@ ENGRAM_PROCEDURE_ALLOWED_HOSTS = env_list("ENGRAM_PROCEDURE_ALLOWED_HOSTS", [])
 ENGRAM_RETRIEVAL_LOG_DAYS = env_int("ENGRAM_RETRIEVAL_LOG_DAYS", 30)
 # The embed_pending sweep leaves records younger than this (seconds) to the task their write queued.
 ENGRAM_EMBED_PENDING_GRACE = env_int("ENGRAM_EMBED_PENDING_GRACE", 600)
-# A conversation turn's context window gets its vector from the model over the window's text ("model") or as the mean
-# of its turns' own vectors ("mean": no second model pass, LoCoMo recall@10 0.743 against 0.749); docs/retrieval.md.
-ENGRAM_CONTEXT_VECTOR = env_str("ENGRAM_CONTEXT_VECTOR", "model")
+# A conversation turn's context window gets its vector as the mean of its turns' own vectors, each weighted by its
+# length in tokens ("mean": no second model pass over the window; LoCoMo held-out recall@10 0.759), or from the
+# model over the window's text ("model": about six times the model time per turn, recall@10 0.753); docs/retrieval.md.
+ENGRAM_CONTEXT_VECTOR = env_str("ENGRAM_CONTEXT_VECTOR", "mean")
 if ENGRAM_CONTEXT_VECTOR not in ("mean", "model"):
     raise ImproperlyConfigured("ENGRAM_CONTEXT_VECTOR must be 'mean' or 'model'")
 # A subject with at least this many records gets its own search indexes and BM25 statistics, built by the worker

@@ -2,8 +2,9 @@
 
 ``refresh_context(ids)`` recomputes the windows of the given records and of every record whose window
 reaches one of them (a new turn changes the windows of the turns before it), and writes only the
-windows that changed: their neighbours' lexemes (in SQL) and the embedding of the window's text (one
-batched model call). It runs on the worker after each write (memory.records.tasks.derive_context, queued by
+windows that changed: their neighbours' lexemes (in SQL) and the window's vector (by default its turns' own
+vectors averaged by their length in tokens; with ENGRAM_CONTEXT_VECTOR=model, one batched model call over the
+windows' texts). It runs on the worker after each write (memory.records.tasks.derive_context, queued by
 memory/records/indexing.py), from ``manage.py reembed``, and from deletion. Idempotent; per subject it runs
 under an advisory lock, so two workers refreshing the same conversation cannot write a stale window
 over a newer one.
@@ -22,6 +23,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from memory.embedder import get_embedder
+from memory.embedder_onnx import MAX_SEQ_LENGTH
 from memory.retrieval.embedding import embed_record_ids
 from memory.retrieval.models import PendingContext, RecordContext
 from memory.search import TEXT_SEARCH_CONFIG, vector_literal
@@ -91,11 +93,15 @@ INSERT INTO retrieval_recordcontext (record_id, tenant_id, subject_id, neighbour
                                      updated_at)
 SELECT v.id, v.tenant_id, v.subject_id, string_to_array(v.ids, ' '),
        strip(to_tsvector('{TEXT_SEARCH_CONFIG}', v.others)),
-       coalesce(v.embedding::vector, (SELECT avg(m.embedding) FROM memory_memoryrecord m
-                                      WHERE m.id = ANY(string_to_array(v.ids, ' ')))),
+       coalesce(v.embedding::vector, (
+           -- The turns' own vectors, each weighted by its length in tokens (pgvector has no scalar product: a
+           -- constant vector of the weight, element by element). Not normalised: only its direction is ever read.
+           SELECT sum(m.embedding * array_fill(w.weight, ARRAY[vector_dims(m.embedding)])::vector)
+           FROM unnest(string_to_array(v.ids, ' '), string_to_array(v.weights, ' ')::real[]) AS w(id, weight)
+           JOIN memory_memoryrecord m ON m.id = w.id AND m.embedding IS NOT NULL)),
        v.hash, now()
-FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[])
-     AS v(id, tenant_id, subject_id, ids, others, embedding, hash)
+FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[])
+     AS v(id, tenant_id, subject_id, ids, others, embedding, weights, hash)
 JOIN memory_memoryrecord r ON r.id = v.id AND r.status = 'active'
 ON CONFLICT (record_id, tenant_id) DO UPDATE SET neighbours = EXCLUDED.neighbours, terms = EXCLUDED.terms,
     embedding = EXCLUDED.embedding, window_hash = EXCLUDED.window_hash, updated_at = EXCLUDED.updated_at
@@ -109,9 +115,15 @@ def _hash(ids: list[str], texts: list[str], vectors: int | None = None) -> str:
 
 
 def vectors_from_turns() -> bool:
-    """Whether a window's vector is the mean of its turns' own vectors (no second model pass over five times the
-    text) rather than the model's embedding of the window's text (``ENGRAM_CONTEXT_VECTOR``)."""
+    """Whether a window's vector is the token-weighted mean of its turns' own vectors (no second model pass over
+    five times the text) rather than the model's embedding of the window's text (``ENGRAM_CONTEXT_VECTOR``)."""
     return settings.ENGRAM_CONTEXT_VECTOR == "mean"
+
+
+def _turn_weight(text: str) -> int:
+    # The model's sentence vector is the mean of its token vectors: a window read as one text weighs each turn by
+    # its tokens (with the two markers every text gets, and no more than the model reads of one text).
+    return min(get_embedder().count_tokens(text) + 2, MAX_SEQ_LENGTH)
 
 
 def window_text(texts: list[str]) -> str:
@@ -152,15 +164,18 @@ def refresh_context(record_ids: Iterable[str]) -> int:
             RecordContext.objects.filter(record_id__in=stale).delete()
         written = 0
         if changed:
-            if mean:
-                embeddings: list[str | None] = [None] * len(changed)  # averaged in SQL from the turns' vectors
+            embeddings: list[str | None] = [None] * len(changed)
+            weights: list[str | None] = [None] * len(changed)
+            if mean:  # averaged in SQL from the turns' stored vectors
+                weight = {i: _turn_weight(t) for c in changed for i, t in zip(c[3], c[5], strict=True)}
+                weights = [" ".join(str(weight[i]) for i in c[3]) for c in changed]
             else:
                 vectors_ = get_embedder().embed([window_text(c[5]) for c in changed], batch_size=64)
                 embeddings = [vector_literal(v) for v in vectors_]
             cursor.execute(_UPSERT_SQL, [
                 [c[0] for c in changed], [c[1] for c in changed], [c[2] for c in changed],
                 [" ".join(c[3]) for c in changed], ["\n".join(c[4]) for c in changed],
-                embeddings, [c[6] for c in changed],
+                embeddings, weights, [c[6] for c in changed],
             ])
             written = int(cursor.rowcount)
         # Derived in this transaction: no longer pending (health's derived_pending).

@@ -58,7 +58,8 @@ class RecordContext(models.Model):
     ``valid_from``), cut into sessions wherever two neighbours are more than SESSION_GAP apart; its
     *window* is up to WINDOW records before and after it in its session. ``terms`` holds the lexemes of
     the other records of the window (the lexical leg counts them at a fraction of the record's own),
-    ``embedding`` the embedding of the whole window's text. Written by the worker after each write
+    ``embedding`` the window's vector (its turns' own vectors averaged by their length in tokens, or the model's
+    embedding of the whole window's text: ENGRAM_CONTEXT_VECTOR). Written by the worker after each write
     (memory/retrieval/context.py), rebuilt by ``manage.py reembed``, and purged by deletion together
     with every window that quoted a deleted record (``neighbours``).
     """

@@ -140,21 +140,77 @@ def test_windows_derived_batch_by_batch_in_any_order_equal_the_whole_streams(age
     assert {c.record_id: c.neighbours for c in RecordContext.objects.all()} == expected
 
 
-def test_with_mean_vectors_a_window_is_the_mean_of_its_turns_and_still_finds_the_answer(
-        agent, settings, sync_tasks, django_capture_on_commit_callbacks):
+def test_by_default_a_window_is_the_token_weighted_mean_of_its_turns_and_still_finds_the_answer(
+        agent, sync_tasks, django_capture_on_commit_callbacks):
     import numpy as np
 
+    from memory.embedder import get_embedder
     from memory.models import MemoryRecord
 
-    settings.ENGRAM_CONTEXT_VECTOR = "mean"
     items = [_turn(200 + n, at, text) for n, (at, text) in enumerate(CONVERSATION)]
     with django_capture_on_commit_callbacks(execute=True):
         response = agent.post("/api/v1/memories/batch", {"items": items})
     ids = [r["record"]["memory_id"] for r in response.json()["results"]]
 
-    vectors = {r.pk: np.array(r.embedding) for r in MemoryRecord.objects.filter(pk__in=ids)}
-    for window in RecordContext.objects.all():
-        expected = np.mean([vectors[i] for i in window.neighbours], axis=0)
-        assert np.allclose(np.array(window.embedding), expected, atol=1e-5)
+    turns = {r.pk: (np.array(r.embedding), get_embedder().count_tokens(r.text) + 2)
+             for r in MemoryRecord.objects.filter(pk__in=ids)}
+    assert len({weight for _, weight in turns.values()}) > 1  # the turns differ in length: the weights matter
+    windows = RecordContext.objects.all()
+    assert len(windows) == len(ids)
+    for window in windows:
+        total = sum(weight * vector for vector, weight in (turns[i] for i in window.neighbours))
+        stored = np.array(window.embedding)  # only its direction is read (cosine distance)
+        assert np.allclose(stored / np.linalg.norm(stored), total / np.linalg.norm(total), atol=1e-5)
     packets = retrieve(agent, "How often does Sam go swimming?", limit=3)["packets"]
     assert ids[1] in [p["memory_id"] for p in packets]
+
+
+def test_with_model_vectors_a_window_is_the_models_embedding_of_its_text(
+        agent, settings, sync_tasks, django_capture_on_commit_callbacks):
+    import numpy as np
+
+    from memory.embedder import get_embedder
+    from memory.models import MemoryRecord
+
+    settings.ENGRAM_CONTEXT_VECTOR = "model"
+    items = [_turn(300 + n, at, text) for n, (at, text) in enumerate(CONVERSATION)]
+    with django_capture_on_commit_callbacks(execute=True):
+        response = agent.post("/api/v1/memories/batch", {"items": items})
+    ids = [r["record"]["memory_id"] for r in response.json()["results"]]
+
+    texts = dict(MemoryRecord.objects.filter(pk__in=ids).values_list("pk", "text"))
+    windows = list(RecordContext.objects.all())
+    assert len(windows) == len(ids)
+    expected = get_embedder().embed(["\n".join(texts[i] for i in w.neighbours) for w in windows])
+    for window, vector in zip(windows, expected, strict=True):
+        assert np.allclose(np.array(window.embedding), vector, atol=1e-4)
+    packets = retrieve(agent, "How often does Sam go swimming?", limit=3)["packets"]
+    assert ids[1] in [p["memory_id"] for p in packets]
+
+
+def test_a_window_reaching_turns_whose_vectors_are_pending_is_derived_from_the_others_and_again_later(
+        agent, sync_tasks, django_capture_on_commit_callbacks):
+    import numpy as np
+
+    from memory.embedder import get_embedder
+    from memory.models import MemoryRecord
+
+    items = [_turn(400 + n, at, text) for n, (at, text) in enumerate(CONVERSATION[:5])]
+    with django_capture_on_commit_callbacks() as first_tasks:  # the first turns' tasks have not run yet
+        first = agent.post("/api/v1/memories/batch", {"items": items[:2]}).json()["results"]
+    with django_capture_on_commit_callbacks(execute=True):
+        later = agent.post("/api/v1/memories/batch", {"items": items[2:]}).json()["results"]
+    ids = [r["record"]["memory_id"] for r in first + later]
+
+    assert not MemoryRecord.objects.filter(pk__in=ids[:2], embedding__isnull=False).exists()
+    reaching = RecordContext.objects.get(record_id=ids[2])
+    assert reaching.neighbours == ids and reaching.embedding is not None  # from the three turns with a vector
+
+    for callback in first_tasks:
+        callback()
+    turns = {r.pk: (np.array(r.embedding), get_embedder().count_tokens(r.text) + 2)
+             for r in MemoryRecord.objects.filter(pk__in=ids)}
+    for window in RecordContext.objects.filter(record_id__in=ids):
+        total = sum(weight * vector for vector, weight in (turns[i] for i in window.neighbours))
+        stored = np.array(window.embedding)
+        assert np.allclose(stored / np.linalg.norm(stored), total / np.linalg.norm(total), atol=1e-5)
