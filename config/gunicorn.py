@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from gunicorn.glogging import Logger
@@ -37,6 +38,10 @@ logger_class = EngramLogger
 
 def post_worker_init(worker: Any) -> None:
     """Each web process loads the embedding model (one thread) before it accepts a request."""
+    # A retrieve waits on the database and the model several times; each time it comes back it needs the
+    # interpreter lock, which a thread busy validating a 500-item batch holds for up to the switch interval
+    # (5 ms by default). A shorter interval hands it over sooner.
+    sys.setswitchinterval(float(os.environ.get("ENGRAM_WEB_SWITCH_INTERVAL_MS", "0.5")) / 1000)
     # Local: gunicorn reads this file before Django is set up; the worker has set it up by now.
     from memory.workqueues import warm_up
 
