@@ -146,20 +146,23 @@ e AS MATERIALIZED (
 ),
 c AS MATERIALIZED (
     SELECT rc.record_id AS id, length(rc.terms) AS len, (rc.embedding <=> q.v) + 0 AS distance,
-           CASE WHEN rc.terms @@ q.tsq THEN rc.terms END AS around_match
+           CASE WHEN rc.terms @@ q.tsq THEN rc.terms END AS around_match, e.own_match, e.own_len
     FROM retrieval_recordcontext rc JOIN e ON e.id = rc.record_id, q
 ),
 stats AS ({stats}),
 -- Rows of e, c and lex are combined by UNION ALL and GROUP BY id, never joined: the planner cannot know how
 -- large one subject is (its estimate is the average subject), and a nested loop over a misestimated join
 -- would be quadratic in the subject's size.
+-- Only the rows a query word occurs in are grouped. A record with a window has a row in c that also carries its
+-- own text's match and length, and its length is the longer of its two rows' (its own plus its window's).
 matched AS (
     SELECT id, (array_agg(own) FILTER (WHERE own IS NOT NULL))[1] AS own,
-           (array_agg(around) FILTER (WHERE around IS NOT NULL))[1] AS around, sum(len) AS dl
+           (array_agg(around) FILTER (WHERE around IS NOT NULL))[1] AS around, max(len) AS dl
     FROM (SELECT id, own_match AS own, NULL::tsvector AS around, own_len::float AS len FROM e
-          UNION ALL SELECT id, NULL, around_match, %(context_weight)s * len FROM c) u
+          WHERE own_match IS NOT NULL
+          UNION ALL SELECT id, own_match, around_match, coalesce(own_len, 0) + %(context_weight)s * len FROM c
+          WHERE own_match IS NOT NULL OR around_match IS NOT NULL) u
     GROUP BY id
-    HAVING count(own) > 0 OR count(around) > 0
 ),
 hits AS (
     SELECT * FROM (
