@@ -166,9 +166,10 @@ def test_database_restart_under_writes_gives_503_and_retries_write_exactly_once(
 def test_with_the_embedding_model_broken_writes_land_and_retrieval_answers_lexically(served, make_agent, tenant,
                                                                                     tmp_path):
     agent = make_agent(tenant, "usr_owner")
-    broken = tmp_path / "no-model"
-    broken.mkdir()
-    server = served({"ENGRAM_EMBEDDING_MODEL_PATH": str(broken)}, queues="urgent,engram", need_worker=True)
+    # The model's export is missing and no fallback is allowed: every process's first use of the model fails at once
+    # (a broken model directory fails too, after importing PyTorch, which only made this test slower).
+    server = served({"ENGRAM_EMBEDDER": "onnx", "ENGRAM_MODEL_CACHE": str(tmp_path / "no-model")},
+                    queues="urgent,engram", need_worker=True)
     server.headers = {"Authorization": f"Bearer {agent.key}", "X-Engram-Principal": agent.token}
 
     status, written, _ = server.call("POST", "/api/v1/memories", memory_body(text="Prefers aisle seats on trains"))
