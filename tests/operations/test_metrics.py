@@ -177,8 +177,9 @@ def test_a_throttled_request_is_counted(client, agent, monkeypatch):
     assert value(scrape(client), "engram_throttled_requests_total", limit="agent_key") == before + 1
 
 
-def test_the_embedder_gauge_is_up_while_the_model_fails(client, settings, tmp_path):
-    settings.ENGRAM_EMBEDDING_MODEL_PATH = str(tmp_path)  # no model there
+def test_the_embedder_gauge_is_up_while_the_model_fails(client, settings, tmp_path, monkeypatch):
+    monkeypatch.setenv("ENGRAM_EMBEDDER", "onnx")  # no fallback to PyTorch
+    monkeypatch.setenv("ENGRAM_MODEL_CACHE", str(tmp_path))  # and no model's export there
     settings.ENGRAM_EMBEDDER_RETRY_SECONDS = 0
     embedder = GuardedEmbedder(MiniLMEmbedder())
     with pytest.raises(EmbedderUnavailable):
@@ -186,7 +187,7 @@ def test_the_embedder_gauge_is_up_while_the_model_fails(client, settings, tmp_pa
 
     assert value(scrape(client), "engram_embedder_degraded") == 1
 
-    settings.ENGRAM_EMBEDDING_MODEL_PATH = ""  # the packaged model again
+    monkeypatch.undo()  # the installed model again
     assert len(embedder.embed_query("aisle seats")) == embedder.dimensions
     assert value(scrape(client), "engram_embedder_degraded") == 0
 
