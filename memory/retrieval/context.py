@@ -167,7 +167,9 @@ def refresh_context(record_ids: Iterable[str]) -> int:
             embeddings: list[str | None] = [None] * len(changed)
             weights: list[str | None] = [None] * len(changed)
             if mean:  # averaged in SQL from the turns' stored vectors
-                weight = {i: _turn_weight(t) for c in changed for i, t in zip(c[3], c[5], strict=True)}
+                # A turn is in up to five windows: each is counted once.
+                turn_texts = {i: t for c in changed for i, t in zip(c[3], c[5], strict=True)}
+                weight = {i: _turn_weight(t) for i, t in turn_texts.items()}
                 weights = [" ".join(str(weight[i]) for i in c[3]) for c in changed]
             else:
                 vectors_ = get_embedder().embed([window_text(c[5]) for c in changed], batch_size=64)
