@@ -96,6 +96,9 @@ def test_the_served_processs_log_holds_none_of_the_secrets_sent_in_urls(make_age
     '"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36"',
     'Not Found: /api/v1/threads/thr_01JZ8QBZ0X2C4V6B8N0M2K4J6H/events/evt_01JZ8QC4V6B8N0M2K4J6H8G0FD',
     "Booting worker with pid: 1234567",
+    # A random request id whose digits 8794212154566206 would pass for a card number if they stood alone.
+    '127.0.0.1 - - [04/Dec/2026:23:57:23 +0000] "GET /api/v1/memories HTTP/1.1" 429 88 "-" "-" 4ms '
+    "request_id=bcae99dde8e444fe8794212154566206",
     "Bad Request: /api/v1/memories/mem_01JZ8Q6W3T0ZB9E1K7M4D2V5XA/history",
 ])
 def test_it_leaves_a_clean_log_line_as_it_is(line):

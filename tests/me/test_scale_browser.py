@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from memory.consolidation import consolidate
 from memory.deletion.models import DeletionJob
@@ -115,7 +116,7 @@ def test_bulk_delete_shows_each_deletions_status(live_server, page, thousands):
     for memory_id in chosen:
         page.locator(f"input[name=ids][value={memory_id}]").check()
     page.click("#delete-selected")
-    assert page.locator("#selected li").count() == 3
+    expect(page.locator("#selected li")).to_have_count(3)  # the confirmation page, once it has loaded
     page.click("#confirm-delete-selected")
     page.wait_for_url("**/me/deletions/?subject=*")
     assert "Started 3 deletion(s)" in page.locator(".messages").inner_text()
