@@ -39,9 +39,11 @@ class Finding:
     location: str  # a JSON-path-like location in the payload, e.g. "fact.value"
 
 
-# A card number stands alone: digits inside a word are part of a hash or an id (one random 32-digit hex id in
-# about 600 holds a run of 13-19 digits that passes the Luhn check).
-_CARD_CANDIDATE = re.compile(r"(?<![0-9A-Za-z])(?:\d[ -]?){12,18}\d(?![0-9A-Za-z])")
+# A card number stands alone: digits inside a word, or inside a token of hex groups joined by hyphens, belong to a
+# hash or an id (one random 32-digit hex id in about 600, and one UUID in about 14,000, holds a run of 13-19 digits
+# that passes the Luhn check).
+_CARD_CANDIDATE = re.compile(
+    r"(?<![0-9A-Za-z])(?<![0-9A-Fa-f]{4}-)(?:\d[ -]?){12,18}\d(?![0-9A-Za-z]|-[0-9A-Fa-f]{4})")
 _PRIVATE_KEY = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----")
 _RECOVERY_CODES = re.compile(
     r"\b(?:recovery|backup|2fa|mfa|one[- ]time)\s+codes?\b[^A-Za-z0-9]{0,10}(?:\w+\s+){0,3}?"

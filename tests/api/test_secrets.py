@@ -137,6 +137,7 @@ def test_it_refuses_a_secret_split_between_the_text_and_the_fact(agent, path, fi
     ("Order reference", "ORD-2026-88172"),
     ("Build id", "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"),
     ("Trace id", "bcae99dde8e444fe8794212154566206"),  # holds 16 digits that pass the Luhn check
+    ("Order", "74319378-3778-4450-bdc4-a2266dd77a91"),  # a UUID whose first 16 digits pass it
     ("Saw the article", "https://developer.mozilla.org/en-US/docs/Web/JavaScript/Reference/Global_Objects"),
     ("Record", "mem_01JZ8Q6W3T0ZB9E1K7M4D2V5XA thr_01JZ8QBZ0X2C4V6B8N0M2K4J6H"),
     ("Likes the word", "Supercalifragilisticexpialidocious"),
