@@ -144,11 +144,7 @@ e AS MATERIALIZED (
     FROM eligible, q
     WHERE {e_where}
 ),
-c AS MATERIALIZED (
-    SELECT rc.record_id AS id, length(rc.terms) AS len, (rc.embedding <=> q.v) + 0 AS distance,
-           CASE WHEN rc.terms @@ q.tsq THEN rc.terms END AS around_match, e.own_match, e.own_len
-    FROM retrieval_recordcontext rc JOIN e ON e.id = rc.record_id, q
-),
+{windows}
 stats AS ({stats}),
 -- Rows of e, c and lex are combined by UNION ALL and GROUP BY id, never joined: the planner cannot know how
 -- large one subject is (its estimate is the average subject), and a nested loop over a misestimated join
@@ -167,7 +163,7 @@ matched AS (
 hits AS (
     SELECT * FROM (
         SELECT m.id, m.dl, t.term,
-               (m.own @@ t.tsq)::int + %(context_weight)s * coalesce((m.around @@ t.tsq)::int, 0) AS tf
+               coalesce((m.own @@ t.tsq)::int, 0) + %(context_weight)s * coalesce((m.around @@ t.tsq)::int, 0) AS tf
         FROM matched m, q, unnest(q.terms, q.tsqs) t(term, tsq)) h
     WHERE tf > 0
 ),
@@ -258,6 +254,19 @@ _SCAN = {
     "subject": "%(subject)s",
     "indexed_ctes": "",
     "e_where": "NOT (SELECT ready FROM ix)",
+    # The subject's windows, read through their subject index and scored on their own, then hash-joined to e (so a
+    # window of a record this scope may not read is dropped there): probing the windows' primary key once per
+    # scoped row instead took about a tenth of the statement (600 records: 5.2 → 4.6 ms in one process).
+    "windows": """
+w AS MATERIALIZED (
+    SELECT rc.record_id AS id, length(rc.terms) AS len, (rc.embedding <=> q.v) + 0 AS distance,
+           CASE WHEN rc.terms @@ q.tsq THEN rc.terms END AS around_match
+    FROM retrieval_recordcontext rc, q
+    WHERE rc.subject_id = %(subject)s AND NOT (SELECT ready FROM ix)
+),
+c AS MATERIALIZED (
+    SELECT w.id, w.len, w.distance, w.around_match, e.own_match, e.own_len FROM w JOIN e ON e.id = w.id
+),""",
     "stats": """
     SELECT count(*)::float AS n,
            greatest((coalesce(sum(own_len), 0) + %(context_weight)s * (SELECT coalesce(sum(len), 0) FROM c))
@@ -328,6 +337,13 @@ found AS MATERIALIZED (
     # A semi-join on the candidates: with ``id = ANY(array)`` the planner probed the primary key once per memory
     # class (7 × 205 probes; 11.5 ms against 7.5 ms for the whole statement at 100,000 records).
     "e_where": "eligible.id IN (SELECT id FROM found)",
+    # The candidates' windows only, by primary key: a few hundred.
+    "windows": """
+c AS MATERIALIZED (
+    SELECT rc.record_id AS id, length(rc.terms) AS len, (rc.embedding <=> q.v) + 0 AS distance,
+           CASE WHEN rc.terms @@ q.tsq THEN rc.terms END AS around_match, e.own_match, e.own_len
+    FROM retrieval_recordcontext rc JOIN e ON e.id = rc.record_id, q
+),""",
     "stats": """
     SELECT coalesce(sum(b.records), 0)::float AS n,
            greatest(coalesce(sum(b.length), 0) / greatest(coalesce(sum(b.records), 0), 1), 1) AS avgdl

@@ -65,6 +65,17 @@ def test_a_turn_that_only_makes_sense_with_its_neighbours_is_found(agent, conver
     assert conversation[1] in [p["memory_id"] for p in packets]  # "Yes, every Sunday morning..."
 
 
+def test_a_word_said_only_around_a_turn_is_lexical_evidence_for_it_at_the_windows_weight(agent, conversation):
+    body = retrieve(agent, MARKER, limit=5)
+    log = agent.get(f"/api/v1/retrievals/{body['retrieval_id']}").json()
+    lexical = {c["memory_id"]: c["lexical"] for c in log["candidates"]}
+
+    said, around = lexical[conversation[3]], lexical[conversation[4]]  # the turn that says it; the next one
+    assert said > around > 0  # "The kitchen looked great in your photos." has the word in its window only
+    assert conversation[2] in lexical and lexical[conversation[2]] > 0  # so has the turn before
+    assert conversation[6] not in lexical or lexical[conversation[6]] is None  # another session: no window
+
+
 def test_semantic_facts_get_no_window(agent, remember):
     remember(agent, "Prefers aisle seats", field="seat")
     remember(agent, "Lives in Lisbon", field="home")
