@@ -246,6 +246,11 @@ SELECT
     {answered}
 """
 
+# What each variant reads of a context window (``rc``): its length, its distance to the query, and its lexemes when a
+# query word occurs in them.
+_WINDOW_SCORES = """rc.record_id AS id, length(rc.terms) AS len, (rc.embedding <=> q.v) + 0 AS distance,
+           CASE WHEN rc.terms @@ q.tsq THEN rc.terms END AS around_match"""
+
 # The two variants of the statement's parts (memory/db/statements.RetrievalStatement composes them in). Scan:
 # every scoped row, with BM25's statistics counted over them, unless the subject has its own indexes (then it
 # scores nothing and says so).
@@ -259,8 +264,7 @@ _SCAN = {
     # scoped row instead took about a tenth of the statement (600 records: 5.2 → 4.6 ms in one process).
     "windows": """
 w AS MATERIALIZED (
-    SELECT rc.record_id AS id, length(rc.terms) AS len, (rc.embedding <=> q.v) + 0 AS distance,
-           CASE WHEN rc.terms @@ q.tsq THEN rc.terms END AS around_match
+    SELECT """ + _WINDOW_SCORES + """
     FROM retrieval_recordcontext rc, q
     WHERE rc.subject_id = %(subject)s AND NOT (SELECT ready FROM ix)
 ),
@@ -340,8 +344,7 @@ found AS MATERIALIZED (
     # The candidates' windows only, by primary key: a few hundred.
     "windows": """
 c AS MATERIALIZED (
-    SELECT rc.record_id AS id, length(rc.terms) AS len, (rc.embedding <=> q.v) + 0 AS distance,
-           CASE WHEN rc.terms @@ q.tsq THEN rc.terms END AS around_match, e.own_match, e.own_len
+    SELECT """ + _WINDOW_SCORES + """, e.own_match, e.own_len
     FROM retrieval_recordcontext rc JOIN e ON e.id = rc.record_id, q
 ),""",
     "stats": """

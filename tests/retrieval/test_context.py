@@ -151,27 +151,40 @@ def test_windows_derived_batch_by_batch_in_any_order_equal_the_whole_streams(age
     assert {c.record_id: c.neighbours for c in RecordContext.objects.all()} == expected
 
 
-def test_by_default_a_window_is_the_token_weighted_mean_of_its_turns_and_still_finds_the_answer(
-        agent, sync_tasks, django_capture_on_commit_callbacks):
+def _weighted_turns(ids: list[str]) -> dict:
+    """Each turn's stored vector and its weight: its length in the model's tokens, with the two markers."""
     import numpy as np
 
     from memory.embedder import get_embedder
     from memory.models import MemoryRecord
+
+    return {r.pk: (np.array(r.embedding), get_embedder().count_tokens(r.text) + 2)
+            for r in MemoryRecord.objects.filter(pk__in=ids)}
+
+
+def _assert_token_weighted_means(windows, turns: dict) -> None:
+    import numpy as np
+
+    for window in windows:
+        total = sum(weight * vector for vector, weight in (turns[i] for i in window.neighbours))
+        stored = np.array(window.embedding)  # only its direction is read (cosine distance)
+        assert np.allclose(stored / np.linalg.norm(stored), total / np.linalg.norm(total), atol=1e-5)
+
+
+def test_by_default_a_window_is_the_token_weighted_mean_of_its_turns_and_still_finds_the_answer(
+        agent, sync_tasks, django_capture_on_commit_callbacks):
+
 
     items = [_turn(200 + n, at, text) for n, (at, text) in enumerate(CONVERSATION)]
     with django_capture_on_commit_callbacks(execute=True):
         response = agent.post("/api/v1/memories/batch", {"items": items})
     ids = [r["record"]["memory_id"] for r in response.json()["results"]]
 
-    turns = {r.pk: (np.array(r.embedding), get_embedder().count_tokens(r.text) + 2)
-             for r in MemoryRecord.objects.filter(pk__in=ids)}
+    turns = _weighted_turns(ids)
     assert len({weight for _, weight in turns.values()}) > 1  # the turns differ in length: the weights matter
     windows = RecordContext.objects.all()
     assert len(windows) == len(ids)
-    for window in windows:
-        total = sum(weight * vector for vector, weight in (turns[i] for i in window.neighbours))
-        stored = np.array(window.embedding)  # only its direction is read (cosine distance)
-        assert np.allclose(stored / np.linalg.norm(stored), total / np.linalg.norm(total), atol=1e-5)
+    _assert_token_weighted_means(windows, turns)
     packets = retrieve(agent, "How often does Sam go swimming?", limit=3)["packets"]
     assert ids[1] in [p["memory_id"] for p in packets]
 
@@ -201,9 +214,7 @@ def test_with_model_vectors_a_window_is_the_models_embedding_of_its_text(
 
 def test_a_window_reaching_turns_whose_vectors_are_pending_is_derived_from_the_others_and_again_later(
         agent, sync_tasks, django_capture_on_commit_callbacks):
-    import numpy as np
 
-    from memory.embedder import get_embedder
     from memory.models import MemoryRecord
 
     items = [_turn(400 + n, at, text) for n, (at, text) in enumerate(CONVERSATION[:5])]
@@ -219,9 +230,4 @@ def test_a_window_reaching_turns_whose_vectors_are_pending_is_derived_from_the_o
 
     for callback in first_tasks:
         callback()
-    turns = {r.pk: (np.array(r.embedding), get_embedder().count_tokens(r.text) + 2)
-             for r in MemoryRecord.objects.filter(pk__in=ids)}
-    for window in RecordContext.objects.filter(record_id__in=ids):
-        total = sum(weight * vector for vector, weight in (turns[i] for i in window.neighbours))
-        stored = np.array(window.embedding)
-        assert np.allclose(stored / np.linalg.norm(stored), total / np.linalg.norm(total), atol=1e-5)
+    _assert_token_weighted_means(RecordContext.objects.filter(record_id__in=ids), _weighted_turns(ids))
