@@ -146,25 +146,14 @@ e AS MATERIALIZED (
 ),
 {windows}
 stats AS ({stats}),
--- Rows of e, c and lex are combined by UNION ALL and GROUP BY id, never joined: the planner cannot know how
--- large one subject is (its estimate is the average subject), and a nested loop over a misestimated join
--- would be quadratic in the subject's size.
--- Only the rows a query word occurs in are grouped. A record with a window has a row in c that also carries its
--- own text's match and length, and its length is the longer of its two rows' (its own plus its window's).
-matched AS (
-    SELECT id, (array_agg(own) FILTER (WHERE own IS NOT NULL))[1] AS own,
-           (array_agg(around) FILTER (WHERE around IS NOT NULL))[1] AS around, max(len) AS dl
-    FROM (SELECT id, own_match AS own, NULL::tsvector AS around, own_len::float AS len FROM e
-          WHERE own_match IS NOT NULL
-          UNION ALL SELECT id, own_match, around_match, coalesce(own_len, 0) + %(context_weight)s * len FROM c
-          WHERE own_match IS NOT NULL OR around_match IS NOT NULL) u
-    GROUP BY id
-),
+-- Each matching row's term frequencies: 1 for a query word in its own text, the context weight for one in its window.
 hits AS (
     SELECT * FROM (
-        SELECT m.id, m.dl, t.term,
-               coalesce((m.own @@ t.tsq)::int, 0) + %(context_weight)s * coalesce((m.around @@ t.tsq)::int, 0) AS tf
-        FROM matched m, q, unnest(q.terms, q.tsqs) t(term, tsq)) h
+        SELECT r.id, coalesce(r.own_len, 0) + %(context_weight)s * coalesce(r.ctx_len, 0) AS dl, t.term,
+               coalesce((r.own_match @@ t.tsq)::int, 0)
+               + %(context_weight)s * coalesce((r.around_match @@ t.tsq)::int, 0) AS tf
+        FROM r, q, unnest(q.terms, q.tsqs) t(term, tsq)
+        WHERE r.own_match IS NOT NULL OR r.around_match IS NOT NULL) h
     WHERE tf > 0
 ),
 idf AS (
@@ -181,14 +170,16 @@ lex AS (
     FROM hits h JOIN idf i ON i.term = h.term, stats s, ceiling
     GROUP BY h.id
 ),
+-- Rows of r and lex are combined by UNION ALL and GROUP BY id, never joined: the planner cannot know how large one
+-- subject is (its estimate is the average subject), and a nested loop over a misestimated join would be quadratic in
+-- the subject's size.
 scored AS (
     SELECT id, max(lexical) AS lexical,
            CASE WHEN max(ctx_distance) IS NULL THEN 1 - max(own_distance)
                 ELSE %(own_weight)s * (1 - max(own_distance)) + (1 - %(own_weight)s) * (1 - max(ctx_distance))
            END AS similarity
-    FROM (SELECT id, NULL::float AS lexical, own_distance, NULL::float AS ctx_distance FROM e
-          UNION ALL SELECT id, lexical, NULL, NULL FROM lex
-          UNION ALL SELECT id, NULL, NULL, distance FROM c) u
+    FROM (SELECT id, NULL::float AS lexical, own_distance, ctx_distance FROM r
+          UNION ALL SELECT id, lexical, NULL, NULL FROM lex) u
     GROUP BY id
 ),
 fused AS MATERIALIZED (
@@ -246,11 +237,6 @@ SELECT
     {answered}
 """
 
-# What each variant reads of a context window (``rc``): its length, its distance to the query, and its lexemes when a
-# query word occurs in them.
-_WINDOW_SCORES = """rc.record_id AS id, length(rc.terms) AS len, (rc.embedding <=> q.v) + 0 AS distance,
-           CASE WHEN rc.terms @@ q.tsq THEN rc.terms END AS around_match"""
-
 # The two variants of the statement's parts (memory/db/statements.RetrievalStatement composes them in). Scan:
 # every scoped row, with BM25's statistics counted over them, unless the subject has its own indexes (then it
 # scores nothing and says so).
@@ -259,23 +245,28 @@ _SCAN = {
     "subject": "%(subject)s",
     "indexed_ctes": "",
     "e_where": "NOT (SELECT ready FROM ix)",
-    # The subject's windows, read through their subject index and scored on their own, then hash-joined to e (so a
-    # window of a record this scope may not read is dropped there): probing the windows' primary key once per
-    # scoped row instead took about a tenth of the statement (600 records: 5.2 → 4.6 ms in one process).
+    # The subject's windows (their length, distance to the query, and lexemes when a query word occurs in them), read
+    # through their subject index and scored on their own, then hash-joined to e (so a window of a record this scope
+    # may not read is dropped there): probing the windows' primary key once per scoped row instead took about a
+    # tenth of the statement (600 records: 5.2 → 4.6 ms in one process). r is every row of e with its window's
+    # columns, so that BM25 and the similarity read one row per record: grouping the records' and the windows' rows
+    # by id instead cost a sixth of the statement at 4,000 records (its aggregate of text vectors spilled to disk).
     "windows": """
 w AS MATERIALIZED (
-    SELECT """ + _WINDOW_SCORES + """
+    SELECT rc.record_id AS id, length(rc.terms) AS len, (rc.embedding <=> q.v) + 0 AS distance,
+           CASE WHEN rc.terms @@ q.tsq THEN rc.terms END AS around_match
     FROM retrieval_recordcontext rc, q
     WHERE rc.subject_id = %(subject)s AND NOT (SELECT ready FROM ix)
 ),
-c AS MATERIALIZED (
-    SELECT w.id, w.len, w.distance, w.around_match, e.own_match, e.own_len FROM w JOIN e ON e.id = w.id
+r AS MATERIALIZED (
+    SELECT e.id, e.own_distance, e.own_len, e.own_match, w.distance AS ctx_distance, w.len AS ctx_len, w.around_match
+    FROM e LEFT JOIN w ON w.id = e.id
 ),""",
     "stats": """
     SELECT count(*)::float AS n,
-           greatest((coalesce(sum(own_len), 0) + %(context_weight)s * (SELECT coalesce(sum(len), 0) FROM c))
+           greatest((coalesce(sum(own_len), 0) + %(context_weight)s * coalesce(sum(ctx_len), 0))
                     / greatest(count(*), 1), 1) AS avgdl
-    FROM e
+    FROM r
 """,
     "df": "SELECT term, count(*)::float AS df FROM hits GROUP BY term",
     "x_where": "NOT (SELECT ready FROM ix)",
@@ -343,9 +334,10 @@ found AS MATERIALIZED (
     "e_where": "eligible.id IN (SELECT id FROM found)",
     # The candidates' windows only, by primary key: a few hundred.
     "windows": """
-c AS MATERIALIZED (
-    SELECT """ + _WINDOW_SCORES + """, e.own_match, e.own_len
-    FROM retrieval_recordcontext rc JOIN e ON e.id = rc.record_id, q
+r AS MATERIALIZED (
+    SELECT e.id, e.own_distance, e.own_len, e.own_match, (rc.embedding <=> q.v) + 0 AS ctx_distance,
+           length(rc.terms) AS ctx_len, CASE WHEN rc.terms @@ q.tsq THEN rc.terms END AS around_match
+    FROM e CROSS JOIN q LEFT JOIN retrieval_recordcontext rc ON rc.record_id = e.id
 ),""",
     "stats": """
     SELECT coalesce(sum(b.records), 0)::float AS n,

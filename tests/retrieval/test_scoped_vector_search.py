@@ -100,9 +100,10 @@ def test_both_legs_read_one_cte_that_carries_every_scope_and_validity_predicate_
     # Each leg scores rows of the scoped CTE and of nothing else: no other read of the records table.
     rest = sql.split("),\ne AS MATERIALIZED", 1)[1].split("\nx (", 1)[0]
     assert "memory_memoryrecord" not in rest
-    assert "eligible.search_vector @@ q.tsq" in rest and "FROM matched m, q" in rest  # the lexical leg
+    assert "eligible.search_vector @@ q.tsq" in rest and "FROM r, q, unnest" in rest  # the lexical leg
     assert "(eligible.embedding <=> q.v) + 0 AS own_distance" in rest and "FROM eligible, q" in rest  # vector leg
-    assert "own_distance, NULL::float AS ctx_distance FROM e" in rest  # fused from e alone
+    assert "FROM e LEFT JOIN w ON w.id = e.id" in rest  # each row of e with its window, if it has one
+    assert "own_distance, ctx_distance FROM r" in rest  # fused from those rows alone
 
 
 def test_the_vector_leg_is_an_exact_scan_even_with_an_hnsw_index_present(crowd):
