@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 from django.db import connection
 
+from memory.db.vectors import execute_with_vectors
 from memory.embedder import get_embedder
 from memory.knowledge.models import Chunk
-from memory.search import TEXT_SEARCH_CONFIG, vector_literal
+from memory.search import TEXT_SEARCH_CONFIG
 
 BATCH_SIZE = 256
 
@@ -58,13 +60,10 @@ def embed_chunks(ids: list[int], *, batch_size: int = BATCH_SIZE, only_missing: 
     for start in range(0, len(ids), batch_size):
         rows = list(Chunk.objects.filter(pk__in=ids[start:start + batch_size]).values_list("pk", "text"))
         vectors = embedder.embed([text for _, text in rows])
-        literals = [vector_literal(v) for v in vectors]
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "UPDATE knowledge_chunk c SET embedding = v.e::vector FROM unnest(%s::bigint[], %s::text[]) "
-                "AS v(id, e) WHERE c.id = v.id" + (" AND c.embedding IS NULL" if only_missing else ""),
-                [[pk for pk, _ in rows], literals])
-            written += cursor.rowcount
+        written += execute_with_vectors(
+            "UPDATE knowledge_chunk c SET embedding = v.e FROM unnest(%s::bigint[], %b::vector[]) "
+            "AS v(id, e) WHERE c.id = v.id" + (" AND c.embedding IS NULL" if only_missing else ""),
+            [[pk for pk, _ in rows], [np.asarray(v, dtype=np.float32) for v in vectors]])
         if progress:
             progress(len(rows))
     return written

@@ -8,15 +8,15 @@ never embedded: a vector of sensitive text would leak it beside the ciphertext.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from django.db import connection
+import numpy as np
 from django.db.models import QuerySet
 
 from memory.content import unseal_parts
+from memory.db.vectors import execute_with_vectors
 from memory.embedder import get_embedder
 from memory.models import MemoryRecord
-from memory.search import vector_literal
 
 # One import call's task (500 records) is one read, one run of the model and one UPDATE: fewer round trips
 # between the model's batches, and sorting 500 texts by length pads less than two halves do.
@@ -38,18 +38,17 @@ def pending_ids(*, tenant_id: int | None = None, created_before: dt.datetime | N
     return list(qs.order_by("pk").values_list("pk", flat=True))
 
 
-def write_embeddings(pairs: list[tuple[str, list[float]]], *, only_missing: bool = True) -> int:
-    """One UPDATE for many rows; by default only rows still without one (idempotent under retries)."""
+def write_embeddings(pairs: Sequence[tuple[str, Sequence[float]]], *, only_missing: bool = True) -> int:
+    """One UPDATE for many rows, the vectors sent in binary; by default only rows still without one (idempotent
+    under retries)."""
     if not pairs:
         return 0
     missing = " AND r.embedding IS NULL" if only_missing else ""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "UPDATE memory_memoryrecord AS r SET embedding = v.e::vector "
-            "FROM unnest(%s::text[], %s::text[]) AS v(id, e) WHERE r.id = v.id AND r.status <> 'deleted'" + missing,
-            [[p[0] for p in pairs], [vector_literal(p[1]) for p in pairs]],
-        )
-        return cursor.rowcount
+    return execute_with_vectors(
+        "UPDATE memory_memoryrecord AS r SET embedding = v.e "
+        "FROM unnest(%s::text[], %b::vector[]) AS v(id, e) WHERE r.id = v.id AND r.status <> 'deleted'" + missing,
+        [[p[0] for p in pairs], [np.asarray(p[1], dtype=np.float32) for p in pairs]],
+    )
 
 
 def embed_record_ids(record_ids: list[str], *, batch_size: int = BATCH_SIZE, only_missing: bool = True,

@@ -172,6 +172,24 @@ def test_it_can_compute_the_embeddings_in_the_call(agent, django_capture_on_comm
     assert not OrmQ.objects.exists()  # nothing left for the worker
 
 
+def test_a_stored_embedding_is_the_models_vector_to_the_last_bit(agent):
+    import numpy as np
+
+    from memory.retrieval.embedding import write_embeddings
+
+    agent.post(URL, {"items": [item(n) for n in range(3)]})  # their embedding task never runs here
+    ids = list(MemoryRecord.objects.order_by("pk").values_list("pk", flat=True))
+    # Random float32 values need nine significant digits to survive a text form; the binary form keeps each one.
+    vectors = np.random.default_rng(7).standard_normal((3, 384)).astype(np.float32)
+
+    assert write_embeddings(list(zip(ids, vectors, strict=True))) == 3
+
+    # Read back on the same connection, through the ORM's own vector field.
+    stored = {r.pk: r.embedding for r in MemoryRecord.objects.filter(pk__in=ids)}
+    assert all(np.array_equal(np.asarray(stored[i], dtype=np.float32), v) for i, v in zip(ids, vectors, strict=True))
+    assert write_embeddings(list(zip(ids, vectors, strict=True))) == 0  # only rows still without one
+
+
 def test_a_replayed_batch_cannot_recreate_a_deleted_record(agent, sync_tasks, django_capture_on_commit_callbacks):
     first = agent.post(URL, {"items": [item(0), item(1)]}).json()["results"]
     doomed = first[0]["memory_id"]
