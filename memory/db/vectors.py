@@ -10,6 +10,7 @@ loaders are untouched, so every other read of a vector on it still returns pgvec
 
 from __future__ import annotations
 
+import time
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -40,8 +41,12 @@ def execute_with_vectors(statement: str, params: Sequence[Any]) -> int:
         pass
     raw = connection.connection
     info = _vector_type(raw)
+    started = time.monotonic()
     with connection.wrap_database_errors, psycopg.Cursor(raw) as cursor:
         info.register(cursor)  # the array type, so that a list of vectors is dumped as vector[]
         cursor.adapters.register_dumper("numpy.ndarray", type("", (VectorBinaryDumper,), {"oid": info.oid}))
         cursor.execute(statement, params)  # type: ignore[call-overload]  # a statement of ours
-        return cursor.rowcount
+        changed = cursor.rowcount
+    if connection.queries_logged:  # where Django logs its queries, this one is logged too (binary values left out)
+        connection.queries_log.append({"sql": statement, "time": f"{time.monotonic() - started:.3f}"})
+    return changed

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django_q.models import OrmQ
 
 from memory.models import AuditEntry, Event, MemoryRecord
@@ -182,7 +184,9 @@ def test_a_stored_embedding_is_the_models_vector_to_the_last_bit(agent):
     # Random float32 values need nine significant digits to survive a text form; the binary form keeps each one.
     vectors = np.random.default_rng(7).standard_normal((3, 384)).astype(np.float32)
 
-    assert write_embeddings(list(zip(ids, vectors, strict=True))) == 3
+    with CaptureQueriesContext(connection) as captured:
+        assert write_embeddings(list(zip(ids, vectors, strict=True))) == 3
+    assert [q["sql"].split()[0] for q in captured] == ["UPDATE"]  # one statement, logged like Django's own
 
     # Read back on the same connection, through the ORM's own vector field.
     stored = {r.pk: r.embedding for r in MemoryRecord.objects.filter(pk__in=ids)}
