@@ -538,7 +538,8 @@ def _store(scope: Scope, fresh: list[_Pending], *, vectors: Future[list[list[flo
                                            namespace=p.item.namespace, field=p.item.field)
         conflict.records.add(record, *others, through_defaults={"tenant_id": scope.tenant_id})
     # The records' types are known here: no query to find out whether any is episodic.
-    schedule_context([r.pk for r in records], episodic=any(r.memory_type == MemoryType.EPISODIC for r in records))
+    embedded_with_windows = schedule_context([r.pk for r in records],
+                                             episodic=any(r.memory_type == MemoryType.EPISODIC for r in records))
     bulk.copy_rows(AuditEntry, [
         AuditEntry(tenant_id=scope.tenant_id, subject_id=scope.subject_id, actor=scope.actor, action=p.write.action,
                    object_type="memory", object_id=record.pk, data=p.audit)
@@ -548,9 +549,9 @@ def _store(scope: Scope, fresh: list[_Pending], *, vectors: Future[list[list[flo
     actions = [p.write.action for p in fresh]
     transaction.on_commit(lambda: metrics.records_written(actions))
     embed_ids = [r.pk for r, _ in to_embed if r.embedding is None]
-    if embed_ids:
-        # One task for the whole call: the embedder runs it as batched model calls.
-        # One task for the whole call; an import's goes to the bulk queue, a few records' to the interactive one.
+    if embed_ids and not embedded_with_windows:
+        # One task for the whole call, run as batched model calls; an import's goes to the bulk queue, a few
+        # records' to the interactive one.
         transaction.on_commit(lambda: enqueue("memory.records.tasks.embed_records", embed_ids,
                                               queue=embedding_queue(len(embed_ids))))
 

@@ -13,6 +13,7 @@ from django.db.models.fields.json import KT
 
 from memory.models import MemoryRecord, MemoryType
 from memory.queues import embedding_queue, enqueue
+from memory.retrieval.context import vectors_from_turns
 from memory.search import TEXT_SEARCH_CONFIG
 
 
@@ -45,14 +46,18 @@ def refresh_search_vectors(record_ids: Iterable[str], *, episodic: bool | None =
     return updated
 
 
-def schedule_context(ids: list[str], *, episodic: bool | None = None) -> None:
+def schedule_context(ids: list[str], *, episodic: bool | None = None) -> bool:
     """After commit, derive the context windows that these records start or change (episodic records only).
 
     The records are marked pending in the caller's transaction (retrieval.PendingContext), so health's
     ``derived_pending`` counts them from the moment they are readable until their windows are derived.
-    ``episodic`` saves the look-up when the caller knows; a write of semantic facts queues nothing."""
+    ``episodic`` saves the look-up when the caller knows; a write of semantic facts queues nothing.
+
+    Returns whether the task queued also embeds every one of ``ids``: windows made of the turns' own vectors
+    (the default) embed the records first, so the caller queues no embedding task of its own for them (a second
+    task that finds nothing to embed still cost about 40 ms of the worker per 500 records)."""
     if episodic is False or not ids:
-        return
+        return False
     with connection.cursor() as cursor:
         cursor.execute(
             "INSERT INTO retrieval_pendingcontext (record_id, tenant_id, subject_id, queued_at) "
@@ -60,7 +65,9 @@ def schedule_context(ids: list[str], *, episodic: bool | None = None) -> None:
             "WHERE id = ANY(%s) AND memory_type = %s ON CONFLICT (record_id, tenant_id) DO NOTHING",
             [list(ids), MemoryType.EPISODIC.value])
         marked = cursor.rowcount
-    if marked:
-        # Embeds a window per record: an import's goes to the bulk queue, a few records' to the interactive one.
-        transaction.on_commit(lambda: enqueue("memory.records.tasks.derive_context", ids,
-                                              queue=embedding_queue(len(ids))))
+    if not marked:
+        return False
+    # Embeds a window per record: an import's goes to the bulk queue, a few records' to the interactive one.
+    transaction.on_commit(lambda: enqueue("memory.records.tasks.derive_context", ids,
+                                          queue=embedding_queue(len(ids))))
+    return vectors_from_turns()

@@ -76,6 +76,31 @@ def test_a_word_said_only_around_a_turn_is_lexical_evidence_for_it_at_the_window
     assert conversation[6] not in lexical or lexical[conversation[6]] is None  # another session: no window
 
 
+def test_a_batch_with_turns_queues_one_task_that_embeds_every_record_and_derives_the_windows(
+        agent, django_capture_on_commit_callbacks):
+    from django_q.models import OrmQ
+    from django_q.signing import SignedPackage
+
+    from memory.models import MemoryRecord
+    from memory.records import tasks
+    from tests.conftest import memory_body
+
+    # A preference among the turns: it has no window, but still needs its own vector.
+    items = [_turn(n, at, text) for n, (at, text) in enumerate(CONVERSATION[:4])]
+    items.append(memory_body(text="Prefers aisle seats", fact={"field": "seat", "value": "aisle"},
+                             source={"type": "explicit_user_statement", "event_id": "evt_seat"}))
+    with django_capture_on_commit_callbacks(execute=True):
+        assert agent.post("/api/v1/memories/batch", {"items": items}).status_code == 200
+
+    packages = [SignedPackage.loads(row.payload) for row in OrmQ.objects.all()]
+    assert [p["func"] for p in packages] == ["memory.records.tasks.derive_context"]
+    tasks.derive_context(*packages[0]["args"])  # what the worker runs
+
+    assert not MemoryRecord.objects.filter(embedding__isnull=True).exists()
+    assert RecordContext.objects.count() == 4
+    assert agent.get("/api/v1/health").json()["derived_pending"] == 0
+
+
 def test_semantic_facts_get_no_window(agent, remember):
     remember(agent, "Prefers aisle seats", field="seat")
     remember(agent, "Lives in Lisbon", field="home")
