@@ -140,6 +140,17 @@ def test_a_subject_past_the_threshold_gets_its_own_indexes_and_loses_them_when_i
     assert not SubjectIndex.objects.exists() and not TermBucket.objects.exists()
 
 
+def test_the_planner_knows_the_subjects_size_once_its_indexes_are_built(large):
+    # Statistics from before the subject grew made the indexed statement read every row of the subject once per
+    # candidate. Built indexes come with statistics that count the subject's rows.
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (FORMAT JSON) SELECT id FROM memory_memoryrecord WHERE subject_id = %s",
+                       [large.subject_id])
+        estimate = cursor.fetchone()[0][0]["Plan"]["Plan Rows"]
+
+    assert estimate >= MemoryRecord.objects.filter(subject_id=large.subject_id).count() / 2
+
+
 def test_no_indexes_are_built_below_the_threshold(settings, tenant):
     settings.ENGRAM_SUBJECT_INDEX_THRESHOLD = 30
     scope = _scope(tenant, "usr_small")
