@@ -99,6 +99,10 @@ def test_it_serves_the_same_retrieval_after_a_restore_with_every_row_back(agent:
     assert {t: d for t, d in restored.items() if d != digests.get(t)} == {}
     assert set(restored) == set(digests)
     assert _packets(agent, "which seat on a long flight") == before
+    with connection.cursor() as cursor:  # the planner knows the restored tables (ANALYZE, not only the rows)
+        cursor.execute("SELECT count(*) FROM pg_stats "
+                       "WHERE tablename = 'memory_memoryrecord' AND attname = 'subject_id'")
+        assert cursor.fetchone()[0] == 1
 
 
 def test_it_reapplies_a_deletion_requested_after_the_backup_from_the_journal(agent: Any, tmp_path: Path) -> None:
