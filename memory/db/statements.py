@@ -15,7 +15,6 @@ parameters are built from.
 
 from __future__ import annotations
 
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from django.db import connection, models
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
+from memory.db.cursors import server_cursor
 from memory.models import Confidence, MemoryClass, MemoryRecord, RecordStatus
 from memory.retrieval.models import TermBucket
 from memory.scope import Scope
@@ -292,17 +292,10 @@ def fetch_one_prepared(statement: str, params: Mapping[str, Any]) -> tuple[Any, 
     nothing on a connection whose ``prepare_threshold`` is None, Django's default: it is set to psycopg's own
     default, which only ever applies to server-binding cursors, i.e. this one). Errors are Django's, and where
     Django logs queries this one is logged with its parameters inlined, as Django's own cursors show them."""
-    with connection.cursor():  # Django's checks before a query: health, connection, thread
-        pass
-    raw = connection.connection
-    if raw.prepare_threshold is None:
-        raw.prepare_threshold = 5
-    started = time.monotonic()
-    with connection.wrap_database_errors, psycopg.Cursor(raw) as cursor:
+    with server_cursor(lambda raw: psycopg.ClientCursor(raw).mogrify(statement, params)) as cursor:
+        if cursor.connection.prepare_threshold is None:
+            cursor.connection.prepare_threshold = 5
         cursor.execute(statement, params, prepare=True)  # type: ignore[call-overload]  # a statement of ours
         row = cursor.fetchone()
     assert row is not None  # the statement is one SELECT of scalar subqueries: always one row
-    if connection.queries_logged:
-        connection.queries_log.append({"sql": psycopg.ClientCursor(raw).mogrify(statement, params),
-                                       "time": f"{time.monotonic() - started:.3f}"})
     return tuple(row)

@@ -10,15 +10,15 @@ loaders are untouched, so every other read of a vector on it still returns pgvec
 
 from __future__ import annotations
 
-import time
 import weakref
 from collections.abc import Sequence
 from typing import Any
 
 import psycopg
-from django.db import connection
 from pgvector.psycopg.vector import VectorBinaryDumper
 from psycopg.types import TypeInfo
+
+from memory.db.cursors import server_cursor
 
 # The vector type's description per open connection (its oid depends on the database the extension was created in).
 _VECTOR_TYPES: weakref.WeakKeyDictionary[psycopg.Connection[Any], TypeInfo] = weakref.WeakKeyDictionary()
@@ -37,16 +37,10 @@ def _vector_type(raw: psycopg.Connection[Any]) -> TypeInfo:
 def execute_with_vectors(statement: str, params: Sequence[Any]) -> int:
     """Run ``statement`` and return the number of rows it changed. Its vectors (numpy arrays, or lists of them) take
     ``%b`` placeholders and are sent as ``vector`` / ``vector[]`` in binary; other values take ``%s``."""
-    with connection.cursor():  # Django's checks before a query: health, connection, thread
-        pass
-    raw = connection.connection
-    info = _vector_type(raw)
-    started = time.monotonic()
-    with connection.wrap_database_errors, psycopg.Cursor(raw) as cursor:
+    # Logged without its values: the vectors are binary.
+    with server_cursor(lambda raw: statement) as cursor:
+        info = _vector_type(cursor.connection)
         info.register(cursor)  # the array type, so that a list of vectors is dumped as vector[]
         cursor.adapters.register_dumper("numpy.ndarray", type("", (VectorBinaryDumper,), {"oid": info.oid}))
         cursor.execute(statement, params)  # type: ignore[call-overload]  # a statement of ours
-        changed = cursor.rowcount
-    if connection.queries_logged:  # where Django logs its queries, this one is logged too (binary values left out)
-        connection.queries_log.append({"sql": statement, "time": f"{time.monotonic() - started:.3f}"})
-    return changed
+        return cursor.rowcount
