@@ -175,6 +175,9 @@ def _max_length(serializer: type[serializers.Serializer], name: str) -> int:
 # The lengths the serializers allow, read from them so that the two paths cannot drift apart.
 _TEXT_LIMIT = _max_length(RecordIn, "text")
 _PLAIN_SOURCE_LIMITS = {name: _max_length(SourceIn, name) for name in ("type", "event_id", "text")}
+# A conversation turn's time: parsed by the serializer's own field (formats, time zone), without the serializer.
+_OCCURRED_AT = SourceIn().fields["occurred_at"]
+_PLAIN_SOURCE_KEYS = frozenset({*_PLAIN_SOURCE_LIMITS, "occurred_at"})
 
 
 def _name(value: Any) -> bool:
@@ -192,8 +195,8 @@ def _plain_text(value: Any, max_length: int) -> str | None:
 def plain_statement(item: Any) -> dict[str, Any] | None:
     """What ``RecordIn`` validates a plain statement to, or None when the item is anything else.
 
-    Plain: only namespace, kind, type, fact {field, value}, text and source {type, event_id, text},
-    each a string of the right form (a non-outcome source type), a JSON value within its size. None
+    Plain: only namespace, kind, type, fact {field, value}, text and source {type, event_id, text,
+    occurred_at}, each a string of the right form (a non-outcome source type), a JSON value within its size. None
     hands the item to the serializer: it may be valid (dates, a subject_id, another shape) or not,
     and the serializer says which, and why. tests/api/test_batch_parser.py holds the two to the same
     answers."""
@@ -222,7 +225,7 @@ def plain_statement(item: Any) -> dict[str, Any] | None:
         data["text"] = text
     if "source" in item:
         given = item["source"]
-        if type(given) is not dict or not given.keys() <= _PLAIN_SOURCE_LIMITS.keys():
+        if type(given) is not dict or not given.keys() <= _PLAIN_SOURCE_KEYS:
             return None
         source: dict[str, Any] = {}
         for key, limit in _PLAIN_SOURCE_LIMITS.items():
@@ -230,6 +233,13 @@ def plain_statement(item: Any) -> dict[str, Any] | None:
                 if (checked := _plain_text(given[key], limit)) is None:
                     return None
                 source[key] = checked
+        if "occurred_at" in given:
+            if type(given["occurred_at"]) is not str:
+                return None
+            try:
+                source["occurred_at"] = _OCCURRED_AT.run_validation(given["occurred_at"])
+            except serializers.ValidationError:
+                return None
         if source.get("type") in OUTCOME_SOURCE_TYPES:
             return None
         data["source"] = source

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from memory.db.statistics import analyse_written_tables
 from memory.retrieval import context
 from memory.retrieval.context import refresh_context
 from memory.retrieval.embedding import embed_record_ids, pending_ids
@@ -12,6 +13,7 @@ def embed_records(record_ids: list[str]) -> int:
     """Fill the derived embedding of records (only rows still without one)."""
     written = embed_record_ids(record_ids)
     after_writes_to(record_ids)  # a subject that grew past the threshold gets its own indexes
+    analyse_written_tables()  # a fresh database's next writes check their foreign keys by the primary key
     return written
 
 
@@ -19,6 +21,7 @@ def derive_context(record_ids: list[str]) -> int:
     """Derive the context windows of episodic records and of their neighbours (retrieval owns the logic)."""
     written = refresh_context(record_ids)
     after_writes_to(record_ids)
+    analyse_written_tables()
     return written
 
 

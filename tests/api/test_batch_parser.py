@@ -48,6 +48,10 @@ PLAIN = [
     with_source(event_id="e" * 128),
     with_source(text="  I always take the aisle seat.  "),
     with_source(type="model_inferred"),  # a statement the gate refuses later, as the single write does
+    with_source(occurred_at="2026-01-01T00:00:00Z"),  # a conversation turn's time
+    with_source(occurred_at="2026-01-01T09:30:00+02:00"),
+    with_source(occurred_at="2026-01-01T09:30:00.123456"),  # no zone: the server's, as the serializer reads it
+    with_source(occurred_at="2026-01-01"),
 ]
 
 NOT_PLAIN = [
@@ -77,7 +81,11 @@ NOT_PLAIN = [
     variant(text="x" * (settings.ENGRAM_MAX_TEXT_CHARS + 1)),
     variant(text=7),
     variant(source="evt_1"),
-    with_source(occurred_at="2026-01-01T00:00:00Z"),
+    with_source(occurred_at="yesterday"),
+    with_source(occurred_at="2026-13-01T00:00:00Z"),
+    with_source(occurred_at=""),
+    with_source(occurred_at=1767225600),
+    variant(source={**BASE["source"], "occurred_at": None}),
     with_source(type="verified_outcome"),
     with_source(type="system_of_record"),
     with_source(type="t" * 33),
