@@ -275,8 +275,9 @@ def use_generic_plans(sender: Any, connection: Any, **kwargs: Any) -> None:
     executions on a connection and then keeps doing so, because the custom plans' estimates look cheaper, though
     they are not: measured on subjects of 600, 1,000 and 10,000 records, search p50 7.6 / 10.5 / 15.3 ms planned
     per retrieve against 5.2 / 8.3 / 15.2 ms on the generic plan. The statement is written so that no plan needs
-    to know the subject (see memory/retrieval/candidates.py). Only this module's statements are prepared: Django's
-    own queries bind on the client and are planned with their values either way."""
+    to know the subject (see memory/retrieval/candidates.py). Django's own queries bind on the client and are planned
+    with their values either way; the server's own kept plans (foreign-key checks) follow the setting too, which is
+    why a written table needs statistics early (memory/db/statistics.py)."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SET plan_cache_mode = force_generic_plan")
