@@ -43,6 +43,19 @@ def _has_rows(table: str) -> bool:
         return bool(cursor.fetchone()[0])
 
 
+def analyse(tables: tuple[str, ...]) -> bool:
+    """ANALYZE ``tables`` (names from our own code); False when another maintenance held them past the lock timeout
+    (autovacuum analyses them in its own time then)."""
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+            cursor.execute("ANALYZE " + ", ".join(f'"{t}"' for t in tables))
+    except OperationalError:
+        logger.warning("ANALYZE of %s waited more than %s; left to autovacuum", ", ".join(tables), LOCK_TIMEOUT)
+        return False
+    return True
+
+
 def analyse_written_tables(tables: tuple[str, ...] = REFERENCED_IN_WRITES) -> list[str]:
     """ANALYZE those of ``tables`` that hold rows and no statistics yet; returns the ones analysed. Once a table
     has statistics this process does not look again (they are only ever replaced)."""
@@ -51,15 +64,8 @@ def analyse_written_tables(tables: tuple[str, ...] = REFERENCED_IN_WRITES) -> li
         return []
     missing = tables_without_statistics(todo)
     _known.update(t for t in todo if t not in missing)
-    filled = [t for t in missing if _has_rows(t)]
-    if not filled:
-        return []
-    try:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
-            cursor.execute("ANALYZE " + ", ".join(f'"{t}"' for t in filled))
-    except OperationalError:  # autovacuum holds the table: it is analysing it now
-        logger.info("ANALYZE of %s waited more than %s; left to autovacuum", filled, LOCK_TIMEOUT)
+    filled = tuple(t for t in missing if _has_rows(t))
+    if not filled or not analyse(filled):
         return []
     _known.update(filled)
-    return filled
+    return list(filled)

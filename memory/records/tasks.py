@@ -13,7 +13,7 @@ def embed_records(record_ids: list[str]) -> int:
     """Fill the derived embedding of records (only rows still without one)."""
     written = embed_record_ids(record_ids)
     after_writes_to(record_ids)  # a subject that grew past the threshold gets its own indexes
-    analyse_written_tables()  # a fresh database's next writes check their foreign keys by the primary key
+    analyse_written_tables()  # a fresh database's next writes check their foreign keys by the row's id
     return written
 
 

@@ -34,9 +34,10 @@ from functools import partial
 from typing import Any
 
 from django.conf import settings
-from django.db import OperationalError, connection, transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
+from memory.db.statistics import analyse
 from memory.locks import lock, session_unlock, try_session_lock
 from memory.models import Subject
 from memory.queues import BULK, enqueue
@@ -120,21 +121,11 @@ def _build(subject_id: int, index: PartialIndex) -> None:
 # every row of the subject once per candidate, 540 ms a retrieve at 10,000 records against 22 ms once analysed. So
 # the tables are analysed when a subject's indexes are built, before it is marked ready. ANALYZE reads a fixed sample
 # (about 30,000 rows at the default statistics target) whatever the table's size.
-ANALYSE_LOCK_TIMEOUT = "5s"
 
 
 def analyse_tables() -> bool:
-    """ANALYZE the records and windows; returns False when another maintenance held the tables past the timeout
-    (autovacuum analyses them in its own time then)."""
-    try:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(f"SET LOCAL lock_timeout = '{ANALYSE_LOCK_TIMEOUT}'")
-            cursor.execute("ANALYZE memory_memoryrecord, retrieval_recordcontext")
-    except OperationalError:
-        logger.warning("ANALYZE after a subject index build waited more than %s; left to autovacuum",
-                       ANALYSE_LOCK_TIMEOUT)
-        return False
-    return True
+    """ANALYZE the records and windows; False when another maintenance held them past the lock timeout."""
+    return analyse(("memory_memoryrecord", "retrieval_recordcontext"))
 
 
 def delete_statistics(subject_id: int) -> int:

@@ -40,7 +40,7 @@ def key_check_plan(table: str) -> str:
             cursor.execute("DEALLOCATE key_check")
 
 
-def test_a_filled_table_without_statistics_is_analysed_once_and_its_key_checks_use_the_primary_key(fresh_table):
+def test_a_filled_table_without_statistics_is_analysed_once_and_its_key_checks_find_a_row_by_its_id(fresh_table):
     assert tables_without_statistics((fresh_table,)) == [fresh_table]
 
     assert analyse_written_tables((fresh_table,)) == [fresh_table]
