@@ -314,6 +314,12 @@ if ENGRAM_CONTEXT_VECTOR not in ("mean", "model"):
 # A subject with at least this many records gets its own search indexes and BM25 statistics, built by the worker
 # (memory/retrieval/subject_index.py); smaller subjects are scored by an exact scan of their rows.
 ENGRAM_SUBJECT_INDEX_THRESHOLD = env_int("ENGRAM_SUBJECT_INDEX_THRESHOLD", 5000)
+# At most this many subjects have their own indexes at a time (the largest, see subject_index.has_room). Each adds
+# four partial indexes to the shared records and windows tables, and PostgreSQL weighs every one of them whenever it
+# plans a statement on those tables: with 500 subjects indexed, planning a record's read by id took 30 times as long
+# (bench/subject_indexes.py; docs/retrieval.md "Large subjects"). A subject past the threshold beyond the cap is
+# scored by the exact scan, as a smaller one is.
+ENGRAM_SUBJECT_INDEX_MAX_SUBJECTS = env_int("ENGRAM_SUBJECT_INDEX_MAX_SUBJECTS", 200)
 # PostgreSQL's maintenance_work_mem while building one subject's indexes (that statement only).
 ENGRAM_SUBJECT_INDEX_BUILD_MEMORY = env_str("ENGRAM_SUBJECT_INDEX_BUILD_MEMORY", "1GB")
 # Retrieval's tunable choices (docs/retrieval.md "Tunable choices"): every weight, line, blend factor and pool size

@@ -18,6 +18,8 @@ from prometheus_client.registry import REGISTRY, Collector
 from memory.metrics import multiprocess_dir
 from memory.queues import QUEUES
 from memory.retrieval.derived import derived_pending_by_kind
+from memory.retrieval.models import SubjectIndex
+from memory.retrieval.subject_index import capacity
 
 logger = logging.getLogger("engram.metrics")
 
@@ -34,15 +36,21 @@ class DatabaseCollector(Collector):
         pending = GaugeMetricFamily("engram_derived_pending", "Derived work not done yet, by kind, as health's "
                                     "derived_pending_by_kind: embeddings, context_windows, subject_indexes, "
                                     "summaries, knowledge_chunks.", labels=["kind"])
+        places = GaugeMetricFamily("engram_subject_index_places", "Places for large subjects' own indexes: taken "
+                                   "(subjects indexed) and capacity (ENGRAM_SUBJECT_INDEX_MAX_SUBJECTS).",
+                                   labels=["state"])
         try:
             for (name, state), n in sorted(queue_task_counts().items()):
                 queue.add_metric([name, state], n)
             for kind, n in sorted(derived_pending_by_kind().items()):
                 pending.add_metric([kind], n)
+            places.add_metric(["taken"], SubjectIndex.objects.count())
+            places.add_metric(["capacity"], capacity())
         except Exception:  # noqa: BLE001 - a scrape during a database outage still answers (the web figures)
             logger.warning("metrics: the database figures could not be read", exc_info=True)
         yield queue
         yield pending
+        yield places
 
 
 def queue_task_counts(*, now: dt.datetime | None = None) -> dict[tuple[str, str], int]:

@@ -20,6 +20,13 @@ every one is valid and the statistics are written. A subject that shrinks below 
 subject's row count has moved by more than STATISTICS_DRIFT since, and at once by deletion and ``manage.py
 reembed``; in between they describe the subject as it was, which moves BM25's weights by about that share.
 
+At most ENGRAM_SUBJECT_INDEX_MAX_SUBJECTS subjects have their own indexes at once: every partial index on a shared
+table is weighed whenever PostgreSQL plans a statement on it, whichever subject the statement reads (measured in
+bench/subject_indexes.py: planning a record's read by id took 3 times as long with 100 subjects indexed, 30 times
+with 500). When every place is taken, a subject takes the place of the smallest indexed one only if it holds at least
+DISPLACE_FACTOR times its rows; the others past the threshold are scored by the exact scan, and each sweep logs how
+many wait.
+
 Entry points: ``maintain(subject_id)`` (the task; idempotent), ``after_writes_to(record_ids)`` (the worker's
 embedding and context tasks: queues ``maintain`` only for a subject that needs it), ``sweep()`` (the schedule and
 ``manage.py index_subjects``), ``refresh_statistics(subject_id)``, ``drop(subject_id)``.
@@ -74,6 +81,28 @@ _PREFIX = "retrieval_subject_"
 
 def threshold() -> int:
     return int(settings.ENGRAM_SUBJECT_INDEX_THRESHOLD)
+
+
+def capacity() -> int:
+    return int(settings.ENGRAM_SUBJECT_INDEX_MAX_SUBJECTS)
+
+
+# A subject past the threshold takes a place from the smallest indexed subject only when it holds at least this many
+# times its rows: the displaced subject can then never take the place back (it is at most half of every subject still
+# indexed), so two subjects of about the same size do not rebuild their indexes in turn.
+DISPLACE_FACTOR = 2
+
+
+def has_room(subject_id: int, rows: int) -> tuple[bool, int | None]:
+    """Whether a subject of ``rows`` records without indexes may have them now, and which indexed subject it
+    displaces to get them (None while fewer than ``capacity()`` subjects are indexed)."""
+    others = SubjectIndex.objects.exclude(subject_id=subject_id)
+    if others.count() < capacity():
+        return True, None
+    smallest = others.order_by("rows", "subject_id").values_list("subject_id", "rows").first()
+    if smallest is not None and rows >= DISPLACE_FACTOR * max(smallest[1], 1):
+        return True, smallest[0]
+    return False, None
 
 
 def index_name(subject_id: int, index: PartialIndex) -> str:
@@ -219,7 +248,13 @@ def _maintain(subject_id: int) -> str:
         drop(subject_id)  # shrank, or indexes left behind by an erasure
         return "dropped"
     if index is None:
-        index = SubjectIndex.objects.create(subject_id=subject_id, tenant_id=subject.tenant_id)
+        index, displaced = _take_place(subject_id, subject.tenant_id, rows)
+        if index is None:
+            if existing_indexes(subject_id):
+                drop(subject_id)  # left behind when the subject was displaced
+            return "at_capacity"
+        if displaced is not None:
+            drop(displaced)
     existing = existing_indexes(subject_id)
     missing = [i for i in PARTIAL_INDEXES if not existing.get(index_name(subject_id, i))]
     if missing and index.ready:
@@ -232,6 +267,23 @@ def _maintain(subject_id: int) -> str:
         refresh_statistics(subject_id)
     SubjectIndex.objects.filter(pk=subject_id).update(ready=True)
     return "ready"
+
+
+def _take_place(subject_id: int, tenant_id: int, rows: int) -> tuple[SubjectIndex | None, int | None]:
+    """Reserve one of the ``capacity()`` places (and free the displaced subject's, whose retrieves go back to the
+    exact scan at once), under one lock so that two workers cannot both take the last place."""
+    with transaction.atomic():
+        lock(["subject-index-places"])
+        room, displaced = has_room(subject_id, rows)
+        if not room:
+            logger.warning("subject %s (%s records) is past the index threshold, but %s subjects already have their "
+                           "own indexes (ENGRAM_SUBJECT_INDEX_MAX_SUBJECTS): it is scored by the exact scan",
+                           subject_id, rows, capacity())
+            return None, None
+        if displaced is not None:
+            SubjectIndex.objects.filter(subject_id=displaced).delete()
+            delete_statistics(displaced)
+        return SubjectIndex.objects.create(subject_id=subject_id, tenant_id=tenant_id), displaced
 
 
 def _clock() -> Any:
@@ -289,7 +341,7 @@ def needs_maintenance(subject_id: int, *, wait_for_embeddings: bool = True) -> b
         return False
     index = SubjectIndex.objects.filter(subject_id=subject_id).first()
     if index is None:
-        return rows >= threshold()
+        return rows >= threshold() and has_room(subject_id, rows)[0]
     return rows < threshold() // 2 or not index.ready or _drifted(index, rows)
 
 
@@ -304,6 +356,17 @@ def after_writes_to(record_ids: Iterable[str]) -> None:
             queue_maintenance(subject_id)
 
 
+def _warn_about_waiting(subject_ids: set[int]) -> None:
+    """Once per sweep: how many subjects past the threshold have no indexes because every place is taken."""
+    if SubjectIndex.objects.count() < capacity():
+        return
+    indexed = set(SubjectIndex.objects.values_list("subject_id", flat=True))
+    waiting = [s for s in subject_ids - indexed if subject_rows(s) >= threshold()]
+    if waiting:
+        logger.warning("%s subject(s) past the index threshold are scored by the exact scan: all %s places for "
+                       "subject indexes are taken (ENGRAM_SUBJECT_INDEX_MAX_SUBJECTS)", len(waiting), capacity())
+
+
 def sweep(*, wait_for_embeddings: bool = True) -> list[int]:
     """The subjects whose indexes should be built, refreshed or dropped, including indexes left behind by erased
     subjects: the schedule's safety net for writes no task followed (bulk loads, writes embedded in the request)."""
@@ -314,8 +377,11 @@ def sweep(*, wait_for_embeddings: bool = True) -> list[int]:
         marked = set(PendingMaintenance.objects.values_list("subject_id", flat=True))
         cursor.execute("SELECT DISTINCT substring(c.relname FROM %s)::bigint FROM pg_class c "
                        "WHERE c.relkind = 'i' AND c.relname ~ %s", [f"^{_PREFIX}(\\d+)_", f"^{_PREFIX}\\d+_[a-z]+$"])
-        orphaned = {row[0] for row in cursor.fetchall()} - candidates
+        # Indexes of a subject without its SubjectIndex row: erased, shrunk, or displaced by a larger subject.
+        orphaned = {row[0] for row in cursor.fetchall()} - set(SubjectIndex.objects.values_list("subject_id",
+                                                                                                flat=True))
     due = sorted(s for s in candidates | marked if needs_maintenance(s, wait_for_embeddings=wait_for_embeddings))
+    _warn_about_waiting(candidates - set(due))
     # A marker whose subject needs nothing (its task was lost, or the subject is still being embedded, whose last
     # embedding task marks it again) would keep health from ever reading zero.
     PendingMaintenance.objects.filter(subject_id__in=marked - set(due)).delete()

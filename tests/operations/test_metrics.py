@@ -17,7 +17,9 @@ from memory.deletion import registry
 from memory.deletion.services import deletion_run
 from memory.embedder import MiniLMEmbedder
 from memory.embedder_guard import EmbedderUnavailable, GuardedEmbedder
+from memory.identity.services import subject_get_or_create
 from memory.queues import BULK, enqueue
+from memory.retrieval.models import SubjectIndex
 from memory.workqueues import metrics_dir
 from tests.conftest import memory_body
 
@@ -28,6 +30,7 @@ FAMILIES = {
     "engram_retrieve_stage_seconds": "histogram",
     "engram_queue_tasks": "gauge",
     "engram_derived_pending": "gauge",
+    "engram_subject_index_places": "gauge",
     "engram_deletion_jobs_total": "counter",
     "engram_deletion_duration_seconds": "histogram",
     "engram_records_written_total": "counter",
@@ -63,6 +66,17 @@ def test_it_serves_every_family_with_its_type_to_this_host(client):
     assert value(text, "engram_embedder_degraded") == 0
     assert {s.labels["queue"] for f in text_string_to_metric_families(text) if f.name == "engram_queue_tasks"
             for s in f.samples} == {"urgent", "engram", "bulk"}
+
+
+def test_the_places_for_large_subjects_indexes_are_read_from_the_database(client, settings, tenant):
+    settings.ENGRAM_SUBJECT_INDEX_MAX_SUBJECTS = 7
+    subject = subject_get_or_create(tenant=tenant, external_id="usr_large")
+    SubjectIndex.objects.create(subject_id=subject.pk, tenant=tenant)
+
+    text = scrape(client)
+
+    assert value(text, "engram_subject_index_places", state="taken") == 1
+    assert value(text, "engram_subject_index_places", state="capacity") == 7
 
 
 def test_a_request_is_counted_under_its_url_pattern_not_its_path(client, agent):

@@ -304,3 +304,38 @@ def test_the_worker_waits_until_an_import_is_embedded_before_it_indexes_the_subj
 
     embed_record_ids(list(MemoryRecord.objects.filter(subject_id=scope.subject_id).values_list("pk", flat=True)))
     assert subject_index.sweep() == [scope.subject_id]
+
+
+def test_past_the_cap_a_subject_is_scanned_exactly_until_it_holds_twice_the_smallest_indexed_subjects_rows(
+        settings, tenant, caplog):
+    """Every subject's partial indexes weigh on the planning of every statement on the shared tables, so only
+    ENGRAM_SUBJECT_INDEX_MAX_SUBJECTS subjects have them; a much larger subject takes the smallest one's place."""
+    settings.ENGRAM_SUBJECT_INDEX_THRESHOLD = 30
+    settings.ENGRAM_SUBJECT_INDEX_MAX_SUBJECTS = 1
+    first, second = _scope(tenant, "usr_first"), _scope(tenant, "usr_second")
+    _write_facts(first, 30, "First", "a")
+    _write_facts(second, 50, "Second", "b")
+    embed_record_ids(list(MemoryRecord.objects.values_list("pk", flat=True)))
+    _prepare_index_builds()
+    assert subject_index.maintain(first.subject_id) == "ready"
+
+    with caplog.at_level("WARNING", logger="memory.retrieval.subject_index"):
+        assert subject_index.sweep() == []  # 50 records: less than twice the 30 of the subject indexed
+    assert "1 subject(s) past the index threshold are scored by the exact scan" in caplog.text
+    assert subject_index.maintain(second.subject_id) == "at_capacity"
+    assert not subject_index.existing_indexes(second.subject_id)
+    assert not _search(second, "Second fact", k=5).indexed
+
+    _write_facts(second, 10, "Second more", "c")  # 60 records: twice the smallest indexed subject
+    embed_record_ids(list(MemoryRecord.objects.filter(subject_id=second.subject_id).values_list("pk", flat=True)))
+    assert subject_index.sweep() == [second.subject_id]
+    assert subject_index.maintain(second.subject_id) == "ready"
+
+    assert list(SubjectIndex.objects.values_list("subject_id", flat=True)) == [second.subject_id]
+    assert not subject_index.existing_indexes(first.subject_id)
+    assert not TermBucket.objects.filter(subject_id=first.subject_id).exists()
+    _restore_deferred_constraints()
+    assert _search(second, "Second fact", k=5).indexed
+    displaced = _search(first, "First fact", k=5)
+    assert not displaced.indexed and len(displaced.candidates) >= 5  # the exact scan still answers
+    assert subject_index.sweep() == []  # 30 records can never take back the place of 60
