@@ -312,8 +312,10 @@ ENGRAM_CONTEXT_VECTOR = env_str("ENGRAM_CONTEXT_VECTOR", "mean")
 if ENGRAM_CONTEXT_VECTOR not in ("mean", "model"):
     raise ImproperlyConfigured("ENGRAM_CONTEXT_VECTOR must be 'mean' or 'model'")
 # A subject with at least this many records gets its own search indexes and BM25 statistics, built by the worker
-# (memory/retrieval/subject_index.py); smaller subjects are scored by an exact scan of their rows.
-ENGRAM_SUBJECT_INDEX_THRESHOLD = env_int("ENGRAM_SUBJECT_INDEX_THRESHOLD", 5000)
+# (memory/retrieval/subject_index.py); smaller subjects are scored by an exact scan of their rows. The scan costs about
+# 10 µs per record, a retrieve through a subject's indexes about the same at any size as the scan of 800 records
+# (docs/retrieval.md "Large subjects").
+ENGRAM_SUBJECT_INDEX_THRESHOLD = env_int("ENGRAM_SUBJECT_INDEX_THRESHOLD", 1000)
 # At most this many subjects have their own indexes at a time (the largest, see subject_index.has_room). Each adds
 # four partial indexes to the shared records and windows tables, and PostgreSQL weighs every one of them whenever it
 # plans a statement on those tables: with 500 subjects indexed, planning a record's read by id took 30 times as long

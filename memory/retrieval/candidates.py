@@ -234,7 +234,10 @@ SELECT
                              OR x.search_vector @@ q.tsq)
         ORDER BY (x.embedding <=> q.v) NULLS LAST, x.id LIMIT %(pool)s) m),
     ({pending}),
-    {answered}
+    {answered},
+    -- the subject's size when its statistics were last computed (NULL without its own indexes): how many vector
+    -- candidates the next retrieve asks its indexes for
+    (SELECT si.rows FROM retrieval_subjectindex si WHERE si.subject_id = {subject})
 """
 
 # The two variants of the statement's parts (memory/db/statements.RetrievalStatement composes them in). Scan:
@@ -362,6 +365,15 @@ VECTOR_OVERFETCH = 4
 MIN_VECTOR_CANDIDATES = 200
 MAX_EF_SEARCH = 1000
 LEXICAL_POSTINGS_PER_POOL = 10
+# A retrieve that may read every namespace of a subject of fewer than SMALL_INDEXED_SUBJECT records asks each index
+# for half as many: the candidates are most of the indexed statement's time (at 4,000 records, 12.7 ms with 200 per
+# index, 8.4 ms with 100), and in subjects of 2,000 and 4,000 records 100 found the exact scan's top 10 in the same
+# order for every query measured (docs/retrieval.md "Large subjects"). Larger subjects keep the wider search their
+# HNSW graphs need, and a namespace grant or filter the overfetch its predicates need (a grant to a third of the
+# subject left 33 of 100 vector candidates, fewer than the pool of 40, and the pool's tail ranked unlike the scan's).
+SMALL_INDEXED_SUBJECT = 20_000
+SMALL_SUBJECT_OVERFETCH = 2
+MIN_SMALL_SUBJECT_CANDIDATES = 100
 
 _E_COLUMNS = ("id", "embed_class")  # what the legs read; the rest is read back for the picked rows
 
@@ -378,19 +390,23 @@ def _compiled_statement(scope: Scope, filters: Filters) -> RetrievalStatement:
         kept=_E_COLUMNS))
 
 
-def _vector_candidates(pool: int) -> int:
+def _vector_candidates(pool: int, rows: int | None = None, *, narrowed: bool = True) -> int:
+    """How many rows each HNSW index is asked for: fewer for a subject known to be small (``rows``) when the scope
+    is not ``narrowed`` to some of its namespaces."""
+    if rows is not None and rows < SMALL_INDEXED_SUBJECT and not narrowed:
+        return min(max(SMALL_SUBJECT_OVERFETCH * pool, MIN_SMALL_SUBJECT_CANDIDATES), MAX_EF_SEARCH)
     return min(max(VECTOR_OVERFETCH * pool, MIN_VECTOR_CANDIDATES), MAX_EF_SEARCH)
 
 
-# Subjects this process has seen answered by their own indexes: their retrieves go to the indexed variant first
-# (which says so when it cannot answer, and then the exact scan runs). Others start with the scan variant, which
-# scores nothing when the subject turns out to have its own indexes.
-_INDEXED_SUBJECTS: OrderedDict[int, None] = OrderedDict()
+# Subjects this process has seen answered by their own indexes, with their size as the last answer gave it: their
+# retrieves go to the indexed variant first (which says so when it cannot answer, and then the exact scan runs).
+# Others start with the scan variant, which scores nothing when the subject turns out to have its own indexes.
+_INDEXED_SUBJECTS: OrderedDict[int, int | None] = OrderedDict()
 
 
-def _remember(subject_id: int, indexed: bool) -> None:
+def _remember(subject_id: int, indexed: bool, rows: int | None = None) -> None:
     if indexed:
-        _INDEXED_SUBJECTS[subject_id] = None
+        _INDEXED_SUBJECTS[subject_id] = rows
         _INDEXED_SUBJECTS.move_to_end(subject_id)
         while len(_INDEXED_SUBJECTS) > _STATEMENTS_KEPT:
             _INDEXED_SUBJECTS.popitem(last=False)
@@ -410,26 +426,29 @@ def search(scope: Scope, filters: Filters, query: str, vector: list[float], *, p
               "query": query, "context_weight": CONTEXT_TERM_WEIGHT, "unseen": UNSEEN_TERM_MIN_CORPUS, "k1": K1,
               "b": B, "own_weight": OWN_WEIGHT, "w_lexical": W_LEXICAL, "gate": GATE_SIMILARITY,
               "w_semantic": W_SEMANTIC, "pool": pool, "limit": limit, "max_distance": max_distance, "exact": exact,
-              "ef_search": str(_vector_candidates(pool)), "postings": LEXICAL_POSTINGS_PER_POOL * pool}
+              "postings": LEXICAL_POSTINGS_PER_POOL * pool}
     # Task filters other than namespaces are not in the term statistics' buckets: such a retrieve is scored exactly.
     indexable = not exact and vector and not (filters.kinds or filters.types or filters.fields or filters.source_types)
+    narrowed = scope.namespaces is not None or filters.namespaces is not None
     row: tuple[Any, ...] | None = None
     indexed = False
     if indexable and scope.subject_id in _INDEXED_SUBJECTS:
-        row = fetch_one_prepared(compiled.indexed(_vector_candidates(pool)), params)
+        candidates = _vector_candidates(pool, _INDEXED_SUBJECTS[scope.subject_id], narrowed=narrowed)
+        row = fetch_one_prepared(compiled.indexed(candidates), {**params, "ef_search": str(candidates)})
         indexed = bool(row[3])
-        _remember(scope.subject_id, indexed)
+        _remember(scope.subject_id, indexed, row[4])
     if not indexed:
         # Exact when asked, when the indexes cannot serve this request, or when they just could not fill it.
         row = fetch_one_prepared(compiled.scan, {**params, "exact": exact or not indexable or row is not None})
         if not row[3]:  # the subject has its own indexes: they answer
-            row = fetch_one_prepared(compiled.indexed(_vector_candidates(pool)), params)
+            candidates = _vector_candidates(pool, row[4], narrowed=narrowed)
+            row = fetch_one_prepared(compiled.indexed(candidates), {**params, "ef_search": str(candidates)})
             indexed = bool(row[3])
-            _remember(scope.subject_id, indexed)
+            _remember(scope.subject_id, indexed, row[4])
             if not indexed:  # fewer than a full pool survived the scope predicates: every scoped row, exactly
                 row = fetch_one_prepared(compiled.scan, {**params, "exact": True})
     assert row is not None
-    found, excluded, pending, _ = row
+    found, excluded, pending, _, _ = row
     found = json.loads(found) if isinstance(found, str) else found
     excluded = json.loads(excluded) if isinstance(excluded, str) else excluded
     candidates = [Candidate(row=_typed(f["row"]), lexical=f["lexical"], similarity=f["similarity"],
