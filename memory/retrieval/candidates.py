@@ -433,16 +433,16 @@ def search(scope: Scope, filters: Filters, query: str, vector: list[float], *, p
     row: tuple[Any, ...] | None = None
     indexed = False
     if indexable and scope.subject_id in _INDEXED_SUBJECTS:
-        candidates = _vector_candidates(pool, _INDEXED_SUBJECTS[scope.subject_id], narrowed=narrowed)
-        row = fetch_one_prepared(compiled.indexed(candidates), {**params, "ef_search": str(candidates)})
+        wanted = _vector_candidates(pool, _INDEXED_SUBJECTS[scope.subject_id], narrowed=narrowed)
+        row = fetch_one_prepared(compiled.indexed(wanted), {**params, "ef_search": str(wanted)})
         indexed = bool(row[3])
         _remember(scope.subject_id, indexed, row[4])
     if not indexed:
         # Exact when asked, when the indexes cannot serve this request, or when they just could not fill it.
         row = fetch_one_prepared(compiled.scan, {**params, "exact": exact or not indexable or row is not None})
         if not row[3]:  # the subject has its own indexes: they answer
-            candidates = _vector_candidates(pool, row[4], narrowed=narrowed)
-            row = fetch_one_prepared(compiled.indexed(candidates), {**params, "ef_search": str(candidates)})
+            wanted = _vector_candidates(pool, row[4], narrowed=narrowed)
+            row = fetch_one_prepared(compiled.indexed(wanted), {**params, "ef_search": str(wanted)})
             indexed = bool(row[3])
             _remember(scope.subject_id, indexed, row[4])
             if not indexed:  # fewer than a full pool survived the scope predicates: every scoped row, exactly
