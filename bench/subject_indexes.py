@@ -50,8 +50,8 @@ def main() -> None:
     def writer(name: str) -> Scope:
         # A new subject for every step, so that each step writes into a subject of the same size.
         subject = subject_get_or_create(tenant=tenant, external_id=name)
-        return Scope(tenant_id=tenant.pk, subject_id=subject.pk, subject_external_id=name,
-                     permissions=frozenset({"read", "write"}), namespaces=None, actor="bench")
+        return Scope.for_system(actor="bench", tenant_id=tenant.pk, subject_id=subject.pk, subject_external_id=name,
+                                permissions=("read", "write"))
 
     def write_batch(scope: Scope) -> float:
         nonlocal written

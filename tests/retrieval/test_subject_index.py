@@ -3,7 +3,8 @@ subject shrinks or is erased; the indexed path ranks like the exact scan, never 
 predicate, and deletion leaves no word of a deleted record in the statistics.
 
 The threshold is lowered for these tests, so a generated subject of about 1,150 records is "large": the vector
-candidates (at least 200 per index) are then a sixth of it, and the lexical leg reads only its rarer terms."""
+candidates are then a tenth of it per index for a retrieve of every namespace (100, as for any subject below 20,000
+records) and a sixth for one narrowed to some namespaces (200), and the lexical leg reads only its rarer terms."""
 
 from __future__ import annotations
 
