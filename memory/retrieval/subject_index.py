@@ -283,7 +283,8 @@ def _take_place(subject_id: int, tenant_id: int, rows: int) -> tuple[SubjectInde
         if displaced is not None:
             SubjectIndex.objects.filter(subject_id=displaced).delete()
             delete_statistics(displaced)
-        return SubjectIndex.objects.create(subject_id=subject_id, tenant_id=tenant_id), displaced
+        # Its size now, not 0 until its statistics are written: a subject being built is not the smallest one.
+        return SubjectIndex.objects.create(subject_id=subject_id, tenant_id=tenant_id, rows=rows), displaced
 
 
 def _clock() -> Any:
