@@ -430,21 +430,26 @@ def search(scope: Scope, filters: Filters, query: str, vector: list[float], *, p
     # Task filters other than namespaces are not in the term statistics' buckets: such a retrieve is scored exactly.
     indexable = not exact and vector and not (filters.kinds or filters.types or filters.fields or filters.source_types)
     narrowed = scope.namespaces is not None or filters.namespaces is not None
+
+    def through_indexes(rows: int | None) -> tuple[Any, ...]:
+        """The indexed variant's answer for a subject of ``rows`` records (None: not known yet); the process
+        remembers whether it answered, and the subject's size it gave."""
+        wanted = _vector_candidates(pool, rows, narrowed=narrowed)
+        answer = fetch_one_prepared(compiled.indexed(wanted), {**params, "ef_search": str(wanted)})
+        _remember(scope.subject_id, bool(answer[3]), answer[4])
+        return answer
+
     row: tuple[Any, ...] | None = None
     indexed = False
     if indexable and scope.subject_id in _INDEXED_SUBJECTS:
-        wanted = _vector_candidates(pool, _INDEXED_SUBJECTS[scope.subject_id], narrowed=narrowed)
-        row = fetch_one_prepared(compiled.indexed(wanted), {**params, "ef_search": str(wanted)})
+        row = through_indexes(_INDEXED_SUBJECTS[scope.subject_id])
         indexed = bool(row[3])
-        _remember(scope.subject_id, indexed, row[4])
     if not indexed:
         # Exact when asked, when the indexes cannot serve this request, or when they just could not fill it.
         row = fetch_one_prepared(compiled.scan, {**params, "exact": exact or not indexable or row is not None})
         if not row[3]:  # the subject has its own indexes: they answer
-            wanted = _vector_candidates(pool, row[4], narrowed=narrowed)
-            row = fetch_one_prepared(compiled.indexed(wanted), {**params, "ef_search": str(wanted)})
+            row = through_indexes(row[4])
             indexed = bool(row[3])
-            _remember(scope.subject_id, indexed, row[4])
             if not indexed:  # fewer than a full pool survived the scope predicates: every scoped row, exactly
                 row = fetch_one_prepared(compiled.scan, {**params, "exact": True})
     assert row is not None

@@ -165,8 +165,17 @@ def delete_statistics(subject_id: int) -> int:
 def drop(subject_id: int) -> None:
     """Forget a subject's indexes and statistics (it shrank, or it was erased)."""
     with transaction.atomic():
-        SubjectIndex.objects.filter(subject_id=subject_id).delete()
-        delete_statistics(subject_id)
+        _forget(subject_id)
+    _drop_indexes(subject_id)
+
+
+def _forget(subject_id: int) -> None:
+    """The subject's SubjectIndex row and statistics, in the caller's transaction: its retrieves scan from then on."""
+    SubjectIndex.objects.filter(subject_id=subject_id).delete()
+    delete_statistics(subject_id)
+
+
+def _drop_indexes(subject_id: int) -> None:
     with connection.cursor() as cursor:
         for name in existing_indexes(subject_id):
             cursor.execute(f"DROP INDEX {_concurrently()}IF EXISTS {name}")
@@ -254,7 +263,7 @@ def _maintain(subject_id: int) -> str:
                 drop(subject_id)  # left behind when the subject was displaced
             return "at_capacity"
         if displaced is not None:
-            drop(displaced)
+            _drop_indexes(displaced)  # its row and statistics went with the reservation
     existing = existing_indexes(subject_id)
     missing = [i for i in PARTIAL_INDEXES if not existing.get(index_name(subject_id, i))]
     if missing and index.ready:
@@ -281,8 +290,7 @@ def _take_place(subject_id: int, tenant_id: int, rows: int) -> tuple[SubjectInde
                            subject_id, rows, capacity())
             return None, None
         if displaced is not None:
-            SubjectIndex.objects.filter(subject_id=displaced).delete()
-            delete_statistics(displaced)
+            _forget(displaced)
         # Its size now, not 0 until its statistics are written: a subject being built is not the smallest one.
         return SubjectIndex.objects.create(subject_id=subject_id, tenant_id=tenant_id, rows=rows), displaced
 
@@ -357,13 +365,9 @@ def after_writes_to(record_ids: Iterable[str]) -> None:
             queue_maintenance(subject_id)
 
 
-def _warn_about_waiting(subject_ids: set[int]) -> None:
+def _warn_about_waiting(waiting: list[int], indexed: set[int]) -> None:
     """Once per sweep: how many subjects past the threshold have no indexes because every place is taken."""
-    if SubjectIndex.objects.count() < capacity():
-        return
-    indexed = set(SubjectIndex.objects.values_list("subject_id", flat=True))
-    waiting = [s for s in subject_ids - indexed if subject_rows(s) >= threshold()]
-    if waiting:
+    if waiting and len(indexed) >= capacity():
         logger.warning("%s subject(s) past the index threshold are scored by the exact scan: all %s places for "
                        "subject indexes are taken (ENGRAM_SUBJECT_INDEX_MAX_SUBJECTS)", len(waiting), capacity())
 
@@ -372,17 +376,18 @@ def sweep(*, wait_for_embeddings: bool = True) -> list[int]:
     """The subjects whose indexes should be built, refreshed or dropped, including indexes left behind by erased
     subjects: the schedule's safety net for writes no task followed (bulk loads, writes embedded in the request)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT subject_id FROM memory_memoryrecord GROUP BY subject_id HAVING count(*) >= %s "
-                       "UNION SELECT subject_id FROM retrieval_subjectindex", [max(threshold() // 2, 1)])
-        candidates = {row[0] for row in cursor.fetchall()}
+        cursor.execute("SELECT subject_id, count(*) FROM memory_memoryrecord GROUP BY subject_id "
+                       "HAVING count(*) >= %s", [max(threshold() // 2, 1)])
+        sizes = dict(cursor.fetchall())
+        indexed = set(SubjectIndex.objects.values_list("subject_id", flat=True))
+        candidates = set(sizes) | indexed
         marked = set(PendingMaintenance.objects.values_list("subject_id", flat=True))
         cursor.execute("SELECT DISTINCT substring(c.relname FROM %s)::bigint FROM pg_class c "
                        "WHERE c.relkind = 'i' AND c.relname ~ %s", [f"^{_PREFIX}(\\d+)_", f"^{_PREFIX}\\d+_[a-z]+$"])
         # Indexes of a subject without its SubjectIndex row: erased, shrunk, or displaced by a larger subject.
-        orphaned = {row[0] for row in cursor.fetchall()} - set(SubjectIndex.objects.values_list("subject_id",
-                                                                                                flat=True))
+        orphaned = {row[0] for row in cursor.fetchall()} - indexed
     due = sorted(s for s in candidates | marked if needs_maintenance(s, wait_for_embeddings=wait_for_embeddings))
-    _warn_about_waiting(candidates - set(due))
+    _warn_about_waiting([s for s in candidates - indexed - set(due) if sizes[s] >= threshold()], indexed)
     # A marker whose subject needs nothing (its task was lost, or the subject is still being embedded, whose last
     # embedding task marks it again) would keep health from ever reading zero.
     PendingMaintenance.objects.filter(subject_id__in=marked - set(due)).delete()
