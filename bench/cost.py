@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import itertools
 import os
 import random
 import statistics
@@ -78,9 +79,14 @@ def turns(rng: random.Random, count: int, prefix: str) -> list[dict[str, Any]]:
     return out
 
 
+_ASKED = itertools.count()
+
+
 def questions(rng: random.Random, count: int) -> list[str]:
-    return [rng.choice(QUESTIONS).format(p=rng.choice(PEOPLE), t=rng.choice(TOPICS)) + f" ({n})"
-            for n in range(count)]
+    """``count`` questions never asked before in this run: each web process keeps the vectors of the questions it
+    has embedded (memory/embedder.py), so a question asked again would skip the embedding the floor includes."""
+    return [rng.choice(QUESTIONS).format(p=rng.choice(PEOPLE), t=rng.choice(TOPICS)) + f" ({next(_ASKED)})"
+            for _ in range(count)]
 
 
 def wait_derived(client: Client, started: float, timeout: float = 7200.0) -> float:
@@ -185,10 +191,10 @@ def main() -> None:
             e2e_s = wait_derived(client, run["started"])
             results["ingest"][n] = {"durable_rate": n / run["durable_s"], "e2e_rate": n / e2e_s,
                                     "errors": len(run["errors"])}
-        qs = questions(rng, args.queries)
         for n in sizes:
             console.print(f"retrieving from the subject of {n:,} ...")
-            retrieve_times(client, creds, f"usr_{n}", qs[:10])  # warm every web process
+            retrieve_times(client, creds, f"usr_{n}", questions(rng, 10))  # warm every web process
+            qs = questions(rng, args.queries)
             times = retrieve_times(client, creds, f"usr_{n}", qs)
             fl = floor_ms(f"usr_{n}", qs)
             results["sizes"][n] = {"p50": pct(times, 0.5), "p95": pct(times, 0.95), **fl,
@@ -204,8 +210,9 @@ def main() -> None:
         wait_derived(client, time.perf_counter())
         small = min(sizes)
         box: dict[str, Any] = {}
+        busy_turns = turns(rng, args.busy, "busy")  # drawn here: the questions below draw from the same generator
         importer = threading.Thread(target=lambda: box.update(
-            run=import_records(args.port, creds, "usr_busy", turns(rng, args.busy, "busy"), 2, 500)))
+            run=import_records(args.port, creds, "usr_busy", busy_turns, 2, 500)))
         importer.start()
         # Two phases: while the web processes write the batches, then while the worker embeds, derives the windows
         # and builds the subject's indexes (until health says nothing is pending). Each is reported on its own too.
@@ -213,11 +220,11 @@ def main() -> None:
         deriving: list[float] = []
         deletions: list[tuple[float, str]] = []
         while importer.is_alive():
-            writing += retrieve_times(client, creds, f"usr_{small}", qs[:5])
+            writing += retrieve_times(client, creds, f"usr_{small}", questions(rng, 5))
             if victims:
                 deletions.append(delete_one(client, creds, "usr_deleter", victims.pop()))
         while client.call("GET", "/api/v1/health", {})[1].get("derived_pending") or not deriving:
-            deriving += retrieve_times(client, creds, f"usr_{small}", qs[:5])
+            deriving += retrieve_times(client, creds, f"usr_{small}", questions(rng, 5))
             if victims:
                 deletions.append(delete_one(client, creds, "usr_deleter", victims.pop()))
         wait_derived(client, box["run"]["started"])
