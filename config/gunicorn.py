@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from typing import Any
@@ -46,6 +47,11 @@ def post_worker_init(worker: Any) -> None:
     from memory.workqueues import warm_up
 
     warm_up(f"web worker {worker.pid}", 1, queries=True)
+    # Everything loaded so far (Django, the model's runtime, the URL and serializer trees) lives as long as the
+    # process: moved out of the collector's reach, a full collection no longer walks it. Measured over 400 retrieves
+    # in one warmed process: one full collection landed inside a request and took 49 ms; 7 ms with this.
+    gc.collect()
+    gc.freeze()
 
 
 def child_exit(server: Any, worker: Any) -> None:
