@@ -4,6 +4,7 @@ sizes) and isolation. The SQLiteSession parity cases are in test_openai_sqlite_p
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -76,11 +77,9 @@ def test_items_round_trip_exactly_with_keys_order_and_types(session: EngramSessi
     assert run_async(run()) == items
 
 
-def test_the_encrypted_session_wrapper_stores_opaque_tokens(session: EngramSession, server: Any,
-                                                            monkeypatch: Any) -> None:
-    now = [1_000]
-    monkeypatch.setattr("cryptography.fernet.time.time", lambda: now[0])
-    encrypted = EncryptedSession("support-42", session, Fernet.generate_key().decode(), ttl=60)
+def test_the_encrypted_session_wrapper_stores_opaque_tokens(session: EngramSession, server: Any) -> None:
+    key = Fernet.generate_key().decode()
+    encrypted = EncryptedSession("support-42", session, key, ttl=60)
     model = ScriptedModel([[assistant_message("San Francisco")], [assistant_message("California")]])
     agent = Agent(name="geo", model=model)
 
@@ -98,8 +97,10 @@ def test_the_encrypted_session_wrapper_stores_opaque_tokens(session: EngramSessi
     assert all(set(i) == {"__enc__", "v", "kid", "payload"} for i in stored)
     assert "Golden Gate" not in str(server.client("usr_owner").export())
 
-    now[0] = 2_000  # past the TTL: the wrapper skips expired envelopes
-    assert run_async(encrypted.get_items()) == []
+    # Past the TTL the wrapper skips expired envelopes. Fernet reads the clock in its compiled core (no Python clock
+    # to move), so a reader of the same session with a one-second TTL waits until every envelope is two seconds old.
+    time.sleep(2.1)
+    assert run_async(EncryptedSession("support-42", session, key, ttl=1).get_items()) == []
     run_async(encrypted.clear_session())
     assert run_async(session.get_items()) == []
 
