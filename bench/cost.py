@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import itertools
 import os
 import random
 import statistics
@@ -37,6 +36,7 @@ from typing import Any
 
 from harness import (
     Client,
+    asked_once,
     credentials,
     embedder_rate,
     headers,
@@ -79,13 +79,9 @@ def turns(rng: random.Random, count: int, prefix: str) -> list[dict[str, Any]]:
     return out
 
 
-_ASKED = itertools.count()
-
-
 def questions(rng: random.Random, count: int) -> list[str]:
-    """``count`` questions never asked before in this run: each web process keeps the vectors of the questions it
-    has embedded (memory/embedder.py), so a question asked again would skip the embedding the floor includes."""
-    return [rng.choice(QUESTIONS).format(p=rng.choice(PEOPLE), t=rng.choice(TOPICS)) + f" ({next(_ASKED)})"
+    """``count`` questions never asked before in this run (``asked_once``)."""
+    return [asked_once(rng.choice(QUESTIONS).format(p=rng.choice(PEOPLE), t=rng.choice(TOPICS)))
             for _ in range(count)]
 
 

@@ -6,6 +6,7 @@ server), never the app database."""
 from __future__ import annotations
 
 import http.client
+import itertools
 import json
 import os
 import subprocess
@@ -17,6 +18,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+
+_ASKED = itertools.count()
+
+
+def asked_once(question: str) -> str:
+    """``question`` made unique in this run: each web process keeps the vectors of the questions it has embedded
+    (memory/embedder.py), so a question asked again would skip the embedding every retrieve otherwise pays."""
+    return f"{question} ({next(_ASKED)})"
 
 def use_database(name: str) -> None:
     """Drop and create ``name``, point this process (and the servers it starts) at it, set Django up and

@@ -37,6 +37,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from harness import asked_once
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -411,12 +413,10 @@ def run_measurements(args: Any, console: Any, tenant: Any, subjects: list[Any], 
             by_subject.setdefault(r["subject"].pk, []).append(r)
     sample_subjects = [s for s in subjects if s.tenant_id == tenant.pk]
     picks = []
-    for n in range(args.queries + 10):
+    for _ in range(args.queries + 10):
         subject = rng.choice(sample_subjects)
         row = rng.choice(by_subject[subject.pk])
-        # Never the same question twice: a web process answers a question it has embedded before without
-        # embedding it again (memory/embedder.py keeps the vectors).
-        picks.append((subject, {**row, "query": f"{row['query']} ({n})"}))
+        picks.append((subject, {**row, "query": asked_once(row["query"])}))
     scope_cache: dict[int, Any] = {}
     headers_cache: dict[int, dict[str, str]] = {}
     key_id = None
@@ -680,9 +680,7 @@ def sizes_profile(args: argparse.Namespace) -> None:  # noqa: C901 - a linear sc
             scope = Scope.for_agent(tenant_id=tenant.pk, subject_id=subject.pk,
                                     subject_external_id=subject.external_id, permissions=("read",),
                                     namespaces=None, agent_key_id=key.pk)
-            # Never the same question twice in a run, across sizes too: a web process answers a question it has
-            # embedded before without embedding it again (memory/embedder.py keeps the vectors).
-            picks = [rng.choice(plan[size])["query"] + f" ({size}.{n})" for n in range(args.queries + 10)]
+            picks = [asked_once(rng.choice(plan[size])["query"]) for _ in range(args.queries + 10)]
             api, selector, logs, short = [], [], [], 0
             for i, query in enumerate(picks):
                 status, body, ms = http_call(args.port, "POST", "/api/v1/retrieve", headers,
@@ -832,13 +830,13 @@ def knowledge_load(args: argparse.Namespace, rng: random.Random, console: Any) -
 
 
 def knowledge_queries(n: int, rng: random.Random) -> list[str]:
-    out = []  # each asked once: a web process answers a question it has embedded before from its kept vectors
-    for i in range(n):
+    out = []
+    for _ in range(n):
         topic = rng.choice(K_TOPICS)
         out.append(rng.choice([f"{topic} {rng.choice(K_VERBS)} {rng.choice(K_OBJECTS)}",
                                f"what does the {topic} policy say about {rng.choice(K_OBJECTS)}",
-                               f"{topic} {rng.choice(K_TOPICS)} cases"]) + f" ({i})")
-    return out
+                               f"{topic} {rng.choice(K_TOPICS)} cases"]))
+    return [asked_once(q) for q in out]
 
 
 def knowledge_profile(args: argparse.Namespace) -> None:  # noqa: C901 - a linear script, step by step
