@@ -201,8 +201,8 @@ def login(page: Any, base_url: str, username: str, password: str) -> None:
     page.goto(f"{base_url}/accounts/login/")
     page.fill("input[name=username]", username)
     page.fill("input[name=password]", password)
-    page.click("button[type=submit]")
-    page.wait_for_load_state()
+    with page.expect_navigation():  # a click does not wait for the page it leads to
+        page.click("button[type=submit]")
 
 
 # --- A real django-q2 worker ----------------------------------------------------------------------

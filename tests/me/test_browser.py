@@ -35,6 +35,7 @@ def test_a_person_sees_corrects_deletes_and_exports_and_another_sees_none_of_it(
     page.fill("input[name=value]", "window")
     page.fill("input[name=text]", "Prefers window seats")
     page.get_by_role("button", name="Save correction").click()
+    page.wait_for_url("**/me/?subject=*")
     assert "Corrected" in page.locator(".messages").inner_text()
     assert "Prefers window seats" in page.content()
 

@@ -101,9 +101,11 @@ def test_search_and_pages_work_without_javascript(live_server, browser, thousand
     page.fill("#id_q", "flights")
     page.select_option("#id_namespace", "user")
     page.get_by_role("button", name="Search").click()
+    page.wait_for_url("**/me/?*q=flights*")
     flights = expected(topic=lambda it: "flights" in it.text)
     assert summary(page).startswith(f"{flights} memories found") and "page 1 of 10" in summary(page)
     page.get_by_role("link", name="Last").click()
+    page.wait_for_url("**/me/?*page=10*")
     assert "page 10 of 10" in summary(page) and page.locator("tr.memory-row").count() == flights - 450
     context.close()
 

@@ -24,6 +24,7 @@ def test_a_reviewer_diffs_and_approves_and_agents_get_the_new_version(live_serve
     login(page, live_server.url, "rita", "pw-rita")
     page.goto(f"{live_server.url}/review/procedures/")
     page.get_by_role("link", name=proposal_id).click()
+    page.wait_for_url(f"**/proposals/{proposal_id}/")
     added = page.locator(".diff-add")
     assert added.count() == 1 and "thank-you note" in added.inner_text()
     assert "Three customers asked" in page.content()
@@ -39,6 +40,7 @@ def test_a_reviewer_diffs_and_approves_and_agents_get_the_new_version(live_serve
     page.goto(f"{live_server.url}/review/procedures/")
     assert "stale" in page.content() and "exfiltrate_data" in page.content()
     page.get_by_role("link", name=poisoned_id).click()
+    page.wait_for_url(f"**/proposals/{poisoned_id}/")
     assert page.locator("[data-flag=agent_instructions]").count() == 1
     assert page.get_by_role("button", name="Approve and publish v3").count() == 0  # stale: rebase first
     page.screenshot(path=str(SCREENSHOT.with_name("procedure-flags.png")), full_page=True)

@@ -42,9 +42,11 @@ def test_an_operator_reads_the_overview_and_follows_each_figure(live_server, pag
 
     page.go_back()
     acme.locator('.refusals [data-code="secret_detected"] a').click()
+    page.wait_for_url("**/review/overview/refusals/?tenant=acme&code=secret_detected")
     assert page.locator("tr.refusal").count() == 2
     assert "AKIA" not in page.content()
 
     page.goto(f"{live_server.url}/review/overview/")
     page.locator("#worker-clusters").click()
+    page.wait_for_url("**/review/overview/worker/")
     assert page.locator("#clusters tbody tr").count() == len(QUEUES)

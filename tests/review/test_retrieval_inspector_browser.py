@@ -32,6 +32,7 @@ def test_a_reviewer_finds_why_a_memory_was_or_was_not_served(live_server, page, 
     page.get_by_role("link", name="Retrievals").click()
     page.locator("#subjects").get_by_role("link", name="usr_owner").click()
     page.locator("#retrievals").get_by_role("link", name="I like sitting by the corridor on planes").click()
+    page.wait_for_url(f"**/{retrieval_id}/")
 
     assert page.locator("#query").inner_text() == "I like sitting by the corridor on planes"
     first = page.locator("tr.candidate").first
