@@ -365,6 +365,19 @@ def after_writes_to(record_ids: Iterable[str]) -> None:
             queue_maintenance(subject_id)
 
 
+def _incomplete() -> set[int]:
+    """Subjects marked ready whose partial indexes are not all there and valid (one dropped by hand, or lost with a
+    restore that left indexes out): their retrieves are still exact, but the indexed statement then reads every row
+    of the subject through the missing index's table scan, ten times slower, and nothing else would rebuild it."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT si.subject_id FROM retrieval_subjectindex si WHERE si.ready AND %s > ("
+                       "SELECT count(*) FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid "
+                       "WHERE i.indisvalid AND c.relname = ANY(ARRAY(SELECT %s || si.subject_id || '_' || x "
+                       "FROM unnest(%s::text[]) x)))",
+                       [len(PARTIAL_INDEXES), _PREFIX, [i.suffix for i in PARTIAL_INDEXES]])
+        return {row[0] for row in cursor.fetchall()}
+
+
 def _warn_about_waiting(waiting: list[int], indexed: set[int]) -> None:
     """Once per sweep: how many subjects past the threshold have no indexes because every place is taken."""
     if waiting and len(indexed) >= capacity():
@@ -374,7 +387,8 @@ def _warn_about_waiting(waiting: list[int], indexed: set[int]) -> None:
 
 def sweep(*, wait_for_embeddings: bool = True) -> list[int]:
     """The subjects whose indexes should be built, refreshed or dropped, including indexes left behind by erased
-    subjects: the schedule's safety net for writes no task followed (bulk loads, writes embedded in the request)."""
+    subjects and ready subjects missing one of theirs: the schedule's safety net for writes no task followed (bulk
+    loads, writes embedded in the request) and for indexes lost outside Engram."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT subject_id, count(*) FROM memory_memoryrecord GROUP BY subject_id "
                        "HAVING count(*) >= %s", [max(threshold() // 2, 1)])
@@ -386,7 +400,8 @@ def sweep(*, wait_for_embeddings: bool = True) -> list[int]:
                        "WHERE c.relkind = 'i' AND c.relname ~ %s", [f"^{_PREFIX}(\\d+)_", f"^{_PREFIX}\\d+_[a-z]+$"])
         # Indexes of a subject without its SubjectIndex row: erased, shrunk, or displaced by a larger subject.
         orphaned = {row[0] for row in cursor.fetchall()} - indexed
-    due = sorted(s for s in candidates | marked if needs_maintenance(s, wait_for_embeddings=wait_for_embeddings))
+    due = sorted({s for s in candidates | marked if needs_maintenance(s, wait_for_embeddings=wait_for_embeddings)}
+                 | _incomplete())
     _warn_about_waiting([s for s in candidates - indexed - set(due) if sizes[s] >= threshold()], indexed)
     # A marker whose subject needs nothing (its task was lost, or the subject is still being embedded, whose last
     # embedding task marks it again) would keep health from ever reading zero.

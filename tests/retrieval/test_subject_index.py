@@ -141,6 +141,23 @@ def test_a_subject_past_the_threshold_gets_its_own_indexes_and_loses_them_when_i
     assert not SubjectIndex.objects.exists() and not TermBucket.objects.exists()
 
 
+def test_a_ready_subject_that_lost_an_index_is_due_again_and_index_subjects_rebuilds_it(large):
+    windows_hnsw = subject_index.index_name(large.subject_id, subject_index.PARTIAL_INDEXES[2])
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP INDEX {windows_hnsw}")
+    assert subject_index.sweep() == [large.subject_id]
+
+    _prepare_index_builds()
+    out = io.StringIO()
+    call_command("index_subjects", stdout=out)
+
+    assert f"subject {large.subject_id} (" in out.getvalue() and "): ready" in out.getvalue()
+    assert subject_index.existing_indexes(large.subject_id).get(windows_hnsw) is True
+    assert subject_index.sweep() == []
+    query = QUERIES[0]
+    assert _ranking(_search(large, query)) == _ranking(_search(large, query, exact=True))
+
+
 def test_the_planner_knows_the_subjects_size_once_its_indexes_are_built(large):
     # Statistics from before the subject grew made the indexed statement read every row of the subject once per
     # candidate. Built indexes come with statistics that count the subject's rows.
