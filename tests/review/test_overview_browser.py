@@ -17,10 +17,11 @@ SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "ove
 def test_an_operator_reads_the_overview_and_follows_each_figure(live_server, page, known_state, qcluster):
     login(page, live_server.url, "rita", "rita-pass-123")
 
-    def worker_running() -> bool:
+    def worker_running() -> bool:  # every queue's cluster reporting: on a loaded host they start seconds apart
         page.goto(f"{live_server.url}/review/overview/")
-        return page.locator('#worker [data-status="ok"]').count() == 1
-    wait_for(worker_running, timeout=30)
+        return (page.locator('#worker [data-status="ok"]').count() == 1
+                and page.locator("#worker-clusters .figure").inner_text() == str(len(QUEUES)))
+    wait_for(worker_running, timeout=60)
     # The worker finishes the pending deletion and computes the embeddings.
     wait_for(lambda: page.goto(f"{live_server.url}/review/overview/") and page.locator(
         'tr[data-tenant="acme"] .deletions [data-status="completed"] .n').inner_text() == "2", timeout=60)
