@@ -119,10 +119,20 @@ def subject_rows(subject_id: int) -> int:
 def existing_indexes(subject_id: int) -> dict[str, bool]:
     """This subject's partial indexes by name, with whether each is valid (a failed concurrent build leaves an
     invalid one behind, which the planner ignores and the next run replaces)."""
+    return _partial_indexes(f"{int(subject_id)}")
+
+
+def _partial_indexes(subject_pattern: str) -> dict[str, bool]:
+    """The subject partial indexes whose subject id matches ``subject_pattern`` (a regular expression), by name, with
+    whether each is valid."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-                       "WHERE c.relname ~ %s", [f"^{_PREFIX}{int(subject_id)}_[a-z]+$"])
+                       "WHERE c.relname ~ %s", [f"^{_PREFIX}{subject_pattern}_[a-z]+$"])
         return dict(cursor.fetchall())
+
+
+def _subject_of(index: str) -> int:
+    return int(index.removeprefix(_PREFIX).split("_", 1)[0])
 
 
 def _concurrently() -> str:
@@ -365,20 +375,6 @@ def after_writes_to(record_ids: Iterable[str]) -> None:
             queue_maintenance(subject_id)
 
 
-def _incomplete() -> set[int]:
-    """Subjects marked ready whose partial indexes are not all there and valid (one dropped by hand, or lost with a
-    restore that left indexes out): their retrieves are still exact, but the indexed statement then reads every row
-    of the subject where the missing index would have read a few hundred (8 times slower at 100,000 records), and
-    nothing else would rebuild it."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT si.subject_id FROM retrieval_subjectindex si WHERE si.ready AND %s > ("
-                       "SELECT count(*) FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid "
-                       "WHERE i.indisvalid AND c.relname = ANY(ARRAY(SELECT %s || si.subject_id || '_' || x "
-                       "FROM unnest(%s::text[]) x)))",
-                       [len(PARTIAL_INDEXES), _PREFIX, [i.suffix for i in PARTIAL_INDEXES]])
-        return {row[0] for row in cursor.fetchall()}
-
-
 def _warn_about_waiting(waiting: list[int], indexed: set[int]) -> None:
     """Once per sweep: how many subjects past the threshold have no indexes because every place is taken."""
     if waiting and len(indexed) >= capacity():
@@ -394,15 +390,20 @@ def sweep(*, wait_for_embeddings: bool = True) -> list[int]:
         cursor.execute("SELECT subject_id, count(*) FROM memory_memoryrecord GROUP BY subject_id "
                        "HAVING count(*) >= %s", [max(threshold() // 2, 1)])
         sizes = dict(cursor.fetchall())
-        indexed = set(SubjectIndex.objects.values_list("subject_id", flat=True))
-        candidates = set(sizes) | indexed
-        marked = set(PendingMaintenance.objects.values_list("subject_id", flat=True))
-        cursor.execute("SELECT DISTINCT substring(c.relname FROM %s)::bigint FROM pg_class c "
-                       "WHERE c.relkind = 'i' AND c.relname ~ %s", [f"^{_PREFIX}(\\d+)_", f"^{_PREFIX}\\d+_[a-z]+$"])
-        # Indexes of a subject without its SubjectIndex row: erased, shrunk, or displaced by a larger subject.
-        orphaned = {row[0] for row in cursor.fetchall()} - indexed
+    ready = dict(SubjectIndex.objects.values_list("subject_id", "ready"))
+    indexed = set(ready)
+    candidates = set(sizes) | indexed
+    marked = set(PendingMaintenance.objects.values_list("subject_id", flat=True))
+    built = _partial_indexes("\\d+")
+    # Indexes of a subject without its SubjectIndex row: erased, shrunk, or displaced by a larger subject.
+    orphaned = {_subject_of(name) for name in built} - indexed
+    # A ready subject one of whose indexes is missing or invalid (dropped by hand, left out of a restore): its
+    # retrieves are still exact, but the indexed statement reads every row of the subject where the index would have
+    # read a few hundred (8 times slower at 100,000 records), and nothing else would rebuild it.
+    incomplete = {s for s, is_ready in ready.items()
+                  if is_ready and not all(built.get(index_name(s, i)) for i in PARTIAL_INDEXES)}
     due = sorted({s for s in candidates | marked if needs_maintenance(s, wait_for_embeddings=wait_for_embeddings)}
-                 | _incomplete())
+                 | incomplete)
     _warn_about_waiting([s for s in candidates - indexed - set(due) if sizes[s] >= threshold()], indexed)
     # A marker whose subject needs nothing (its task was lost, or the subject is still being embedded, whose last
     # embedding task marks it again) would keep health from ever reading zero.
