@@ -348,11 +348,14 @@ r AS MATERIALIZED (
     FROM buckets b
 """,
     "df": "SELECT term, df FROM tdf",
-    "x_where": "x.id = ANY(ARRAY(SELECT id FROM found))",
+    # Only the candidates the eligible rows did not take can be excluded ones: usually none, so the records are
+    # probed once per candidate (for e), not again here. Probed by ``id = ANY(array)`` over every candidate, a
+    # generic plan read them once per memory class (7 × 787 probes, 12 ms of a 30 ms statement at 100,000 records).
+    "x_where": "x.id IN (SELECT id FROM found EXCEPT SELECT id FROM e)",
     # The subject's unembedded live rows are few and have their own partial index (record_unembedded_idx).
     "pending": """SELECT count(*) FROM eligible, q
-     WHERE eligible.id = ANY(ARRAY(SELECT r.id FROM memory_memoryrecord r WHERE r.subject_id = {subject}
-                                   AND r.embedding IS NULL AND r.status = 'active'))
+     WHERE eligible.id IN (SELECT r.id FROM memory_memoryrecord r WHERE r.subject_id = {subject}
+                           AND r.embedding IS NULL AND r.status = 'active')
        AND eligible.embed_class AND q.v IS NOT NULL""",
     "answered": "(SELECT ready FROM ix) AND (SELECT count(*) FROM e) >= %(pool)s",
 }

@@ -189,6 +189,22 @@ def test_the_indexed_path_returns_the_exact_scans_ids_in_the_same_order(large):
         assert indexed.excluded == exact.excluded
 
 
+def test_the_indexed_path_explains_unservable_records_and_counts_unembedded_ones_as_the_exact_scan_does(large):
+    records = MemoryRecord.objects.filter(subject_id=large.subject_id, memory_type="semantic")
+    cello = list(records.filter(text__contains="cello").order_by("pk").values_list("pk", flat=True))
+    MemoryRecord.objects.filter(pk=cello[0]).update(status="superseded")
+    MemoryRecord.objects.filter(pk=cello[1]).update(valid_until=dt.datetime(2026, 1, 2, tzinfo=dt.UTC))
+    bees = list(records.filter(text__contains="bees").values_list("pk", flat=True)[:3])
+    MemoryRecord.objects.filter(pk__in=bees).update(embedding=None)
+    for query in ("Plays the cello in a community orchestra", "cello orchestra"):
+        indexed, exact = _search(large, query), _search(large, query, exact=True)
+        assert indexed.indexed and not exact.indexed
+        reasons = {row["id"]: row["reason"] for row in indexed.excluded}
+        assert reasons == {row["id"]: row["reason"] for row in exact.excluded}
+        assert reasons[cello[0]] == "superseded" and reasons[cello[1]] == "expired"
+        assert indexed.pending == exact.pending == 3
+
+
 @pytest.mark.parametrize("filters", [legs.Filters(namespaces=["user/conversation"]),
                                      legs.Filters(namespaces=None, kinds=["conversation_turn"]),
                                      legs.Filters(namespaces=["user/profile"], fields=["fact_5", "fact_7"])])
