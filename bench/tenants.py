@@ -72,8 +72,8 @@ def main() -> None:
     ids = [r.written.record.pk for start in range(0, len(items), 500)
            for r in memory_write_batch(scope=writer, items=items[start:start + 500])]
     refresh_context(ids)  # embeds the turns, then derives their windows
-    reader = Scope(tenant_id=tenant.pk, subject_id=subject.pk, subject_external_id="usr_600",
-                   permissions=frozenset({"read"}), namespaces=None, actor="agent_key:bench")
+    reader = Scope.for_system(actor="agent_key:bench", tenant_id=tenant.pk, subject_id=subject.pk,
+                              subject_external_id="usr_600", permissions=("read",))  # an agent's whole grant
     embedder = get_embedder()
 
     results: dict[str, object] = {"cores": os.cpu_count(), "load_average_at_start": load_average(),
