@@ -5,9 +5,11 @@ from __future__ import annotations
 import threading
 
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection, transaction
 
-from memory.models import Event, MemoryRecord
+from memory.db.retry import retried_on_deadlock
+from memory.identity.services import tenant_create
+from memory.models import Event, MemoryRecord, Tenant
 from tests.conftest import memory_body
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -72,3 +74,54 @@ def test_two_concurrent_batches_with_the_same_event_ids_make_one_record_each(age
     # Both answers name the same record for each event id.
     by_event = [{r["record"]["source"]["event_id"]: r["memory_id"] for r in b["results"]} for b in bodies]
     assert by_event[0] == by_event[1]
+
+
+def _opposite_lockers(first, second, *, outer: bool):
+    """Two transactions that update two tenants' rows in opposite orders, both holding their first row before
+    either asks for its second: PostgreSQL aborts one of them as a deadlock's victim."""
+    barrier = threading.Barrier(2)
+    runs: list[str] = []
+
+    @retried_on_deadlock
+    @transaction.atomic
+    def update(name, a, b):
+        runs.append(name)
+        Tenant.objects.filter(pk=a.pk).update(name=name)
+        if len(runs) <= 2:
+            barrier.wait(timeout=10)
+        Tenant.objects.filter(pk=b.pk).update(name=name)
+
+    def call(i):
+        name, a, b = ("one", first, second) if i == 0 else ("two", second, first)
+        try:
+            if outer:
+                with transaction.atomic():
+                    update(name, a, b)
+            else:
+                update(name, a, b)
+            return "done"
+        except OperationalError as exc:
+            return type(exc.__cause__).__name__
+
+    return run_concurrently(2, call), runs
+
+
+def test_a_deadlock_victim_is_run_again_and_both_writers_finish():
+    first, second = tenant_create(slug="dl-first"), tenant_create(slug="dl-second")
+
+    outcomes, runs = _opposite_lockers(first, second, outer=False)
+
+    assert outcomes == ["done", "done"]
+    assert len(runs) == 3  # the victim ran once more, after the survivor committed
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert first.name == second.name == runs[-1]  # the one run last wrote both rows
+
+
+def test_inside_a_callers_transaction_the_victim_is_not_run_again():
+    first, second = tenant_create(slug="dl-first"), tenant_create(slug="dl-second")
+
+    outcomes, runs = _opposite_lockers(first, second, outer=True)
+
+    assert sorted(outcomes) == ["DeadlockDetected", "done"]
+    assert len(runs) == 2

@@ -11,6 +11,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from memory.audit import audit
+from memory.db.retry import retried_on_deadlock
 from memory.deletion.journal import journal_event_deletion
 from memory.errors import Conflict, InvalidInput, NotFound
 from memory.models import Tombstone
@@ -93,6 +94,7 @@ def _replay(existing: ThreadEvent, digest: str, key: str) -> AppendResult:
     return AppendResult(event=existing, created=False)
 
 
+@retried_on_deadlock
 @transaction.atomic
 def thread_event_append(*, scope: Scope, thread_id: str, item: EventInput,
                         idempotency_key: str | None = None) -> AppendResult:
@@ -135,6 +137,7 @@ def thread_event_append(*, scope: Scope, thread_id: str, item: EventInput,
 MAX_BATCH = 100
 
 
+@retried_on_deadlock
 @transaction.atomic
 def thread_events_append(*, scope: Scope, thread_id: str,
                          items: list[tuple[EventInput, str | None]]) -> list[AppendResult]:
@@ -159,6 +162,7 @@ def journal_event(scope: Scope, thread_id: str, event_id: str) -> None:
                            thread_id=thread_id, event_id=event_id, actor=scope.actor)
 
 
+@retried_on_deadlock
 @transaction.atomic
 def thread_event_delete(*, scope: Scope, thread_id: str, event_id: str) -> tuple[ThreadEvent, list[str]]:
     """Blank one event's content in place (its row and seq stay), mark the summaries over it stale.
@@ -185,6 +189,7 @@ def thread_event_delete(*, scope: Scope, thread_id: str, event_id: str) -> tuple
     return event, stale
 
 
+@retried_on_deadlock
 @transaction.atomic
 def thread_event_pop(*, scope: Scope, thread_id: str) -> ThreadEvent | None:
     """Take the thread's last recorded event off the log: returned as it was, blanked in place (row and seq

@@ -12,6 +12,7 @@ from django.db.models import Max, Q, QuerySet
 from django.utils import timezone
 
 from memory.audit import audit
+from memory.db.retry import retried_on_deadlock
 from memory.embedder import get_embedder
 from memory.errors import Conflict, InvalidInput, NotFound
 from memory.policy.secrets import refuse_secrets
@@ -54,6 +55,7 @@ def _create(*, thread: Thread, origin: str, draft: SummaryDraft, from_seq: int, 
     return summary
 
 
+@retried_on_deadlock
 @transaction.atomic
 def summary_store(*, scope: Scope, thread_id: str, item: ClientSummaryInput) -> Summary:
     """A client-written summary. It is never regenerated: when its sources change it goes stale."""
