@@ -8,7 +8,7 @@ live in the database (queue depths, derived work behind) are read at scrape time
 never kept in a process.
 
 No label carries a tenant's data: labels are routes (URL patterns, not paths), methods, statuses, stage and
-queue names, task function names and fixed kinds. Tenants, subjects and namespaces are never labels.
+queue names, task and service function names and fixed kinds. Tenants, subjects and namespaces are never labels.
 """
 
 from __future__ import annotations
@@ -42,6 +42,9 @@ THROTTLED = Counter("engram_throttled_requests", "Requests refused with 429 by a
 EMBEDDER_DEGRADED = Gauge(
     "engram_embedder_degraded", "1 while the embedding model fails in some process: retrieval there is "
     "lexical-only and new records wait for their embeddings.", multiprocess_mode="livemax")
+DEADLOCK_RETRIES = Counter(
+    "engram_deadlock_retries", "Transactions run again after PostgreSQL chose them as a deadlock's victim, by "
+    "operation (the service function; memory/db/retry.py).", ["operation"])
 TASK_SECONDS = Histogram(
     "engram_task_duration_seconds", "Time a worker ran a task, by queue, task function and result.",
     ["queue", "task", "result"], buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 120.0, 600.0))
@@ -95,6 +98,15 @@ def records_written(actions: list[str]) -> None:
 
 def throttled(limit: str) -> None:
     THROTTLED.labels(limit=limit).inc()
+
+
+def deadlock_retries_counted(operation: str) -> None:
+    """The operation's series, at zero from the start (called where an operation is declared retryable)."""
+    DEADLOCK_RETRIES.labels(operation=operation)
+
+
+def deadlock_retried(operation: str) -> None:
+    DEADLOCK_RETRIES.labels(operation=operation).inc()
 
 
 def embedder_degraded(degraded: bool) -> None:

@@ -18,6 +18,8 @@ from typing import ParamSpec, TypeVar
 
 from django.db import OperationalError, connection
 
+from memory import metrics
+
 logger = logging.getLogger(__name__)
 
 ATTEMPTS = 3
@@ -32,7 +34,8 @@ def _deadlocked(exc: OperationalError) -> bool:
 def retried_on_deadlock(fn: Callable[P, T]) -> Callable[P, T]:
     """Run ``fn`` (an outermost transaction: put it above ``transaction.atomic``) up to ATTEMPTS times while it is a
     deadlock's victim. Inside a caller's transaction it runs once: that transaction is aborted with it, and only
-    the caller can start it again."""
+    the caller can start it again. Each run again counts in ``engram_deadlock_retries_total``."""
+    metrics.deadlock_retries_counted(fn.__name__)
 
     @functools.wraps(fn)
     def run(*args: P.args, **kwargs: P.kwargs) -> T:
@@ -43,6 +46,7 @@ def retried_on_deadlock(fn: Callable[P, T]) -> Callable[P, T]:
                 if not _deadlocked(exc) or attempt == ATTEMPTS or connection.in_atomic_block:
                     raise
                 logger.info("%s was a deadlock's victim; running it again (attempt %s)", fn.__qualname__, attempt + 1)
+                metrics.deadlock_retried(fn.__name__)
                 time.sleep(random.uniform(0.005, 0.02) * attempt)  # noqa: S311 - jitter, not a secret
         raise AssertionError("unreachable")  # the last attempt returned or raised
 

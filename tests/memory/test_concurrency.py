@@ -6,6 +6,7 @@ import threading
 
 import pytest
 from django.db import OperationalError, connection, transaction
+from prometheus_client import REGISTRY
 
 from memory.db.retry import retried_on_deadlock
 from memory.identity.services import tenant_create
@@ -108,11 +109,13 @@ def _opposite_lockers(first, second, *, outer: bool):
 
 def test_a_deadlock_victim_is_run_again_and_both_writers_finish():
     first, second = tenant_create(slug="dl-first"), tenant_create(slug="dl-second")
+    retried = REGISTRY.get_sample_value("engram_deadlock_retries_total", {"operation": "update"}) or 0.0
 
     outcomes, runs = _opposite_lockers(first, second, outer=False)
 
     assert outcomes == ["done", "done"]
     assert len(runs) == 3  # the victim ran once more, after the survivor committed
+    assert REGISTRY.get_sample_value("engram_deadlock_retries_total", {"operation": "update"}) == retried + 1
     first.refresh_from_db()
     second.refresh_from_db()
     assert first.name == second.name == runs[-1]  # the one run last wrote both rows

@@ -36,6 +36,7 @@ FAMILIES = {
     "engram_records_written_total": "counter",
     "engram_throttled_requests_total": "counter",
     "engram_embedder_degraded": "gauge",
+    "engram_deadlock_retries_total": "counter",
     "engram_task_duration_seconds": "histogram",
 }
 
@@ -270,7 +271,7 @@ def test_no_label_carries_a_tenant_subject_namespace_or_id(client, make_tenant, 
     assert [m for m in marks if m in text] == []
     assert [(k, v) for k, v in labels if any(m in v for m in marks)] == []
     assert {k for k, _ in labels} <= {"route", "method", "status", "stage", "queue", "state", "kind", "path",
-                                      "limit", "task", "result", "le"}
+                                      "limit", "task", "result", "operation", "le"}
     # Route labels are URL patterns: no concrete id ever appears in them.
     assert all(not re.search(r"(mem|del|evt|usr)_[0-9A-Za-z]", v) for k, v in labels if k == "route")
 
