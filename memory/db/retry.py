@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
 from django.db import OperationalError, connection
+from psycopg.errors import DeadlockDetected
 
 from memory import metrics
 
@@ -25,10 +26,6 @@ logger = logging.getLogger(__name__)
 ATTEMPTS = 3
 P = ParamSpec("P")
 T = TypeVar("T")
-
-
-def _deadlocked(exc: OperationalError) -> bool:
-    return type(exc.__cause__).__name__ == "DeadlockDetected"
 
 
 def retried_on_deadlock(fn: Callable[P, T]) -> Callable[P, T]:
@@ -43,7 +40,7 @@ def retried_on_deadlock(fn: Callable[P, T]) -> Callable[P, T]:
             try:
                 return fn(*args, **kwargs)
             except OperationalError as exc:
-                if not _deadlocked(exc) or attempt == ATTEMPTS or connection.in_atomic_block:
+                if not isinstance(exc.__cause__, DeadlockDetected) or attempt == ATTEMPTS or connection.in_atomic_block:
                     raise
                 logger.info("%s was a deadlock's victim; running it again (attempt %s)", fn.__qualname__, attempt + 1)
                 metrics.deadlock_retried(fn.__name__)
