@@ -26,7 +26,7 @@ import random
 import statistics
 import time
 
-from cost import PEOPLE, SAYINGS, TOPICS, questions
+from cost import questions, turns
 from harness import load_average, pct, use_database, write_results
 
 
@@ -59,15 +59,11 @@ def main() -> None:
                               subject_external_id="usr_600", permissions=("read", "write"))
 
     def conversation(count: int, prefix: str) -> list[RecordInput]:
-        at = dt.datetime(2025, 1, 1, 9, tzinfo=dt.UTC)
-        out = []
-        for n in range(count):
-            at += dt.timedelta(minutes=rng.randint(1, 6) if n % 25 else 60 * 24)
-            text = f"{rng.choice(PEOPLE)}: " + rng.choice(SAYINGS).format(t=rng.choice(TOPICS))
-            out.append(RecordInput(namespace="user/conversation", kind="conversation_turn", field=f"turn_{n}",
-                                   value=text, text=text, event_id=f"{prefix}_{n}", memory_type="episodic",
-                                   occurred_at=at))
-        return out
+        """cost.py's conversation (sessions of 10-40 turns, days apart), as the write gate's inputs."""
+        return [RecordInput(namespace="user/conversation", kind=t["kind"], field=t["fact"]["field"],
+                            value=t["text"], text=t["text"], event_id=t["source"]["event_id"], memory_type="episodic",
+                            occurred_at=dt.datetime.fromisoformat(t["source"]["occurred_at"]))
+                for t in turns(rng, count, prefix)]
 
     items = conversation(args.turns, "evt")
     ids = [r.written.record.pk for start in range(0, len(items), 500)

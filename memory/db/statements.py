@@ -166,7 +166,7 @@ def _select(columns: Sequence[tuple[str, sql.Composable]], table: str, where: Se
     # join), never the other way round. The prepared statement runs on its generic plan, which guesses that one
     # class passes the readers' predicate and that a subject has an average subject's rows: joined plainly, it
     # could read the subject's rows once per class of the database, every tenant's (bench/tenants.py: a retrieve
-    # took 2.3 times as long once ten other tenants held conversations).
+    # took 2.4 times as long once ten other tenants held conversations).
     return Source(tuple(name for name, _ in columns), sql.SQL(
         "SELECT {} FROM {} CROSS JOIN LATERAL (SELECT * FROM {} WHERE {} = {} LIMIT 1) AS {} WHERE {}")
                   .format(sql.SQL(", ").join(expr for _, expr in columns), sql.Identifier(table),
