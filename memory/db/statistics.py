@@ -9,6 +9,9 @@ tenant, once per row written, and an import into a fresh database slowed as it g
 the table in its own time (a minute or more); the worker that follows a write does it at once, the first time
 it finds a written table without statistics. ANALYZE ends every connection's kept plans of the table, so the
 next write plans its checks again, with the table's real size.
+
+The same question for the tables a large subject's indexed statement reads, asked when its indexes are built
+(``stale_tables``; memory/retrieval/subject_index.py).
 """
 
 from __future__ import annotations
@@ -34,6 +37,29 @@ def tables_without_statistics(tables: tuple[str, ...]) -> list[str]:
             "AND NOT EXISTS (SELECT 1 FROM pg_stats s WHERE s.schemaname = current_schema() "
             "                AND s.tablename = c.relname AND s.attname = 'tenant_id') "
             "ORDER BY c.relname", [list(tables)])
+        return [row[0] for row in cursor.fetchall()]
+
+
+# The share of a table's rows that may change before its statistics are taken again: autovacuum's own default
+# (autovacuum_analyze_scale_factor), so nothing is analysed sooner than autovacuum would for a reason it also sees.
+STALE_SHARE = 0.1
+
+
+def stale_tables(tables: tuple[str, ...], *, rows_written: int = 0) -> list[str]:
+    """Those of ``tables`` whose statistics no longer describe them: never taken, or more rows changed since they
+    were taken than STALE_SHARE of the rows they counted, or ``rows_written`` is more than that share.
+
+    ``rows_written`` is what the caller knows it added (a subject's rows): the changes counted since the last
+    analysis lag the writes of other connections by up to a few seconds, so a fresh import may not show there yet."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.relname FROM pg_class c LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid "
+            "WHERE c.relname = ANY(%(tables)s) AND c.relnamespace = current_schema()::regnamespace "
+            "AND (c.reltuples < 0 OR c.relname = ANY(%(unknown)s) "
+            "     OR greatest(coalesce(s.n_mod_since_analyze, 0), %(written)s) > %(share)s * greatest(c.reltuples, 1)) "
+            "ORDER BY c.relname",
+            {"tables": list(tables), "unknown": tables_without_statistics(tables), "written": rows_written,
+             "share": STALE_SHARE})
         return [row[0] for row in cursor.fetchall()]
 
 

@@ -8,7 +8,7 @@ import uuid
 import pytest
 from django.db import connection
 
-from memory.db.statistics import analyse_written_tables, tables_without_statistics
+from memory.db.statistics import analyse_written_tables, stale_tables, tables_without_statistics
 
 pytestmark = pytest.mark.django_db
 
@@ -63,3 +63,13 @@ def test_an_empty_table_is_left_alone_until_it_holds_rows():
     with connection.cursor() as cursor:
         cursor.execute(f"INSERT INTO {name} VALUES ('mem_1', 1)")
     assert analyse_written_tables((name,)) == [name]
+
+
+def test_a_table_is_stale_until_analysed_and_again_once_a_written_share_outgrows_what_it_counted(fresh_table):
+    assert stale_tables((fresh_table,)) == [fresh_table]  # never analysed
+
+    assert analyse_written_tables((fresh_table,)) == [fresh_table]
+
+    assert stale_tables((fresh_table,)) == []
+    assert stale_tables((fresh_table,), rows_written=50) == []  # a tenth of the 500 rows it counted
+    assert stale_tables((fresh_table,), rows_written=51) == [fresh_table]
