@@ -322,7 +322,7 @@ ENGRAM_SUBJECT_INDEX_THRESHOLD = env_int("ENGRAM_SUBJECT_INDEX_THRESHOLD", 1000)
 # (bench/subject_indexes.py; docs/retrieval.md "Large subjects"). A subject past the threshold beyond the cap is
 # scored by the exact scan, as a smaller one is.
 ENGRAM_SUBJECT_INDEX_MAX_SUBJECTS = env_int("ENGRAM_SUBJECT_INDEX_MAX_SUBJECTS", 200)
-# PostgreSQL's maintenance_work_mem while building one subject's indexes (that statement only).
+# The most maintenance_work_mem one subject's index build gets (4 kB per record, at least 64 MB; that build only).
 ENGRAM_SUBJECT_INDEX_BUILD_MEMORY = env_str("ENGRAM_SUBJECT_INDEX_BUILD_MEMORY", "1GB")
 # Retrieval's tunable choices (docs/retrieval.md "Tunable choices"): every weight, line, blend factor and pool size
 # ranking uses, read once per process, so a benchmark can set them per run (bench/locomo.py --folds) and choose them

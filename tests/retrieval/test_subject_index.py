@@ -206,6 +206,16 @@ def test_building_a_small_share_of_a_known_table_skips_analysing_it_and_a_large_
     assert _analyses()["memory_memoryrecord"] == before["memory_memoryrecord"] + 1
 
 
+def test_a_build_gets_memory_for_its_graph_and_no_more_within_the_operators_ceiling(settings):
+    # Twice the ~2.2 kB pgvector's graph takes per row; 64 MB at least (PostgreSQL's default), the setting at most.
+    settings.ENGRAM_SUBJECT_INDEX_BUILD_MEMORY = "1GB"
+    assert subject_index.build_memory_kb(1_000) == 64 * 1024
+    assert subject_index.build_memory_kb(100_000) == 400_000
+    assert subject_index.build_memory_kb(1_000_000) == 1024 * 1024
+    settings.ENGRAM_SUBJECT_INDEX_BUILD_MEMORY = "256MB"
+    assert subject_index.build_memory_kb(100_000) == 256 * 1024
+
+
 def test_no_indexes_are_built_below_the_threshold(settings, tenant):
     settings.ENGRAM_SUBJECT_INDEX_THRESHOLD = 30
     scope = _scope(tenant, "usr_small")
