@@ -36,15 +36,15 @@ def retried_on_deadlock(fn: Callable[P, T]) -> Callable[P, T]:
 
     @functools.wraps(fn)
     def run(*args: P.args, **kwargs: P.kwargs) -> T:
-        for attempt in range(1, ATTEMPTS + 1):
+        for attempt in range(1, ATTEMPTS):
             try:
                 return fn(*args, **kwargs)
             except OperationalError as exc:
-                if not isinstance(exc.__cause__, DeadlockDetected) or attempt == ATTEMPTS or connection.in_atomic_block:
+                if not isinstance(exc.__cause__, DeadlockDetected) or connection.in_atomic_block:
                     raise
                 logger.info("%s was a deadlock's victim; running it again (attempt %s)", fn.__qualname__, attempt + 1)
                 metrics.deadlock_retried(fn.__name__)
                 time.sleep(random.uniform(0.005, 0.02) * attempt)  # noqa: S311 - jitter, not a secret
-        raise AssertionError("unreachable")  # the last attempt returned or raised
+        return fn(*args, **kwargs)  # the last attempt: whatever it raises goes to the caller
 
     return run
