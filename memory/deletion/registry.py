@@ -2,10 +2,13 @@
 
 A *request hook* runs when a deletion is asked for, in the request's transaction, before any job
 step: what must leave retrieval at once (thread summaries over the deleted records' events) goes
-there. A *purge surface* removes or blanks content for a DeletionTarget and returns how many rows it
-touched; it must be idempotent (a retried step runs it again). A *read check* re-reads one read
-surface as the owning principal and returns the places where a marker still shows (empty = clean);
-the deletion job reports ``completed`` only when every read check comes back empty.
+there. A *plan hook* runs while the records to delete still hold their content and returns what a
+later step will need of it (the words whose term statistics change); the deletion seals it with the
+markers and hands it to the steps as ``target.sealed[name]``. A *purge surface* removes or blanks
+content for a DeletionTarget and returns how many rows it touched; it must be idempotent (a retried
+step runs it again). A *read check* re-reads one read surface as the owning principal and returns
+the places where a marker still shows (empty = clean); the deletion job reports ``completed`` only
+when every read check comes back empty.
 
 Areas register at import of their ``deletion_surfaces`` module (imported from AppConfig.ready()),
 so the deletion job needs no knowledge of threads, knowledge or retrieval internals.
@@ -16,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,8 @@ class DeletionTarget:
     # When the deletion was asked for. A statement made after it (a new source event) that repeats the
     # deleted words is the person saying it again, not deleted content coming back: read checks leave it.
     requested_at: datetime | None = None
+    # What the plan hooks read from the records before they were purged, by hook name (sealed in the job).
+    sealed: dict[str, Any] = field(default_factory=dict)
 
 
 PurgeFn = Callable[[DeletionTarget], int]
@@ -55,6 +61,7 @@ class Surface:
 _surfaces: dict[str, Surface] = {}
 _read_checks: dict[str, ReadCheckFn] = {}
 _request_hooks: dict[str, HookFn] = {}
+_plan_hooks: dict[str, HookFn] = {}
 # Kinds of job whose target is not a subject's memory, and the name prefix of the only surfaces and read checks
 # they walk (a knowledge document: the knowledge surfaces). Every other kind walks every surface.
 _kind_prefixes: dict[str, str] = {}
@@ -78,6 +85,22 @@ def on_request(name: str) -> Callable[[HookFn], HookFn]:
 
 def request_hooks() -> list[HookFn]:
     return [fn for _, fn in sorted(_request_hooks.items())]
+
+
+def on_plan(name: str) -> Callable[[HookFn], HookFn]:
+    """Register a hook run when the deletion of records (not a whole subject) is planned, while they still hold
+    their content. What it returns must be JSON; it is sealed with the markers (never stored in the clear) and given
+    to every step as ``target.sealed[name]``."""
+
+    def register(fn: HookFn) -> HookFn:
+        _plan_hooks[name] = fn
+        return fn
+
+    return register
+
+
+def plan_hooks() -> list[tuple[str, HookFn]]:
+    return sorted(_plan_hooks.items())
 
 
 def purge_surface(name: str, *, order: int = 50) -> Callable[[PurgeFn], PurgeFn]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -76,6 +76,7 @@ class _Plan:
     event_ids: list[str]
     markers: list[str]
     tombstones: list[dict[str, Any]]
+    sealed: dict[str, Any] = field(default_factory=dict)  # the plan hooks' answers (registry.on_plan)
 
 
 def _markers_of(fact: Any, text: str, event_text: str = "") -> list[str]:
@@ -88,7 +89,7 @@ def _markers_of(fact: Any, text: str, event_text: str = "") -> list[str]:
     return [m for m in out if m and len(m.strip()) >= MIN_MARKER_CHARS]
 
 
-def _plan_records(records: list[MemoryRecord]) -> _Plan:
+def _plan_records(records: list[MemoryRecord], *, whole_subject: bool = False) -> _Plan:
     memory_ids = [r.pk for r in records]
     events = {e.pk: e for e in Event.objects.filter(
         pk__in=[r.source_event_id for r in records if r.source_event_id])}
@@ -121,8 +122,13 @@ def _plan_records(records: list[MemoryRecord]) -> _Plan:
     for e in events.values():
         e_text = unseal_text(e.text)
         markers += [e_text] if len(e_text.strip()) >= MIN_MARKER_CHARS else []
+    sealed: dict[str, Any] = {}
+    if records and not whole_subject:
+        target = registry.DeletionTarget(tenant_id=records[0].tenant_id, subject_id=records[0].subject_id,
+                                         subject_external_id="", memory_ids=tuple(memory_ids))
+        sealed = {name: hook(target) for name, hook in registry.plan_hooks()}
     return _Plan(memory_ids=memory_ids, event_ids=sorted(events), markers=sorted(set(markers)),
-                 tombstones=tombstones)
+                 tombstones=tombstones, sealed=sealed)
 
 
 def _related_candidates(records: list[MemoryRecord]) -> Any:
@@ -159,7 +165,8 @@ def _create_job(*, scope: Scope, kind: str, plan: _Plan, memory_id: str = "", ex
         subject_hash=s_hash, kind=kind, memory_id=memory_id, requested_by=actor or scope.actor,
         plan={"memory_ids": plan.memory_ids, "event_ids": plan.event_ids, "subject_id": scope.subject_id,
               "tombstones": plan.tombstones, **(extra_plan or {})},
-        markers_sealed=encrypt_str(json.dumps(plan.markers)),
+        markers_sealed=encrypt_str(json.dumps({"markers": plan.markers, "sealed": plan.sealed} if plan.sealed
+                                              else plan.markers)),
     )
     names = [s.name for s in registry.surfaces()] + [VERIFICATION]
     DeletionStep.objects.bulk_create([DeletionStep(job=job, tenant_id=job.tenant_id, name=n, position=i)
@@ -281,7 +288,7 @@ def subject_erase(*, scope: Scope) -> DeletionJob:
 
 def _plan_subject(scope: Scope) -> _Plan:
     records = list(MemoryRecord.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id))
-    plan = _plan_records(records)
+    plan = _plan_records(records, whole_subject=True)
     plan.event_ids = sorted(set(plan.event_ids) | set(
         Event.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id).values_list("pk", flat=True)))
     for c in Candidate.objects.filter(tenant_id=scope.tenant_id, subject_id=scope.subject_id):
@@ -329,7 +336,10 @@ class VerificationFailed(Exception):
 
 
 def target_of(job: DeletionJob) -> registry.DeletionTarget:
-    markers: list[str] = json.loads(decrypt_str(job.markers_sealed)) if job.markers_sealed else []
+    unsealed = json.loads(decrypt_str(job.markers_sealed)) if job.markers_sealed else []
+    # A list: the markers alone (an erasure's job, or one planned before plan hooks existed).
+    markers: list[str] = unsealed["markers"] if isinstance(unsealed, dict) else unsealed
+    sealed: dict[str, Any] = unsealed["sealed"] if isinstance(unsealed, dict) else {}
     plan = job.plan
     return registry.DeletionTarget(
         tenant_id=job.tenant_id, subject_id=int(plan.get("subject_id") or 0),
@@ -337,7 +347,7 @@ def target_of(job: DeletionJob) -> registry.DeletionTarget:
         memory_ids=tuple(plan.get("memory_ids", [])), event_ids=tuple(plan.get("event_ids", [])),
         markers=tuple(markers), whole_subject=bool(plan.get("whole_subject")),
         threads=tuple((str(t), int(seq)) for t, seq in plan.get("threads", [])), requested_at=job.created_at,
-        document_ids=tuple(int(d) for d in plan.get("document_ids", [])),
+        document_ids=tuple(int(d) for d in plan.get("document_ids", [])), sealed=sealed,
     )
 
 

@@ -185,6 +185,49 @@ def refresh_context(record_ids: Iterable[str]) -> int:
         return written
 
 
+# The lexemes a record's removal can change in the subject's term statistics (memory/retrieval/subject_index.py):
+# its own, and the words of the turns whose windows lose it, take in the next turn along or are cut where the gap
+# it leaves starts a new session. Those turns are within WINDOW of it, so its own window holds their words; the
+# turns up to _REACH on either side are read too, for a record whose window is not derived yet.
+_LEXEMES_AROUND_SQL = f"""
+WITH target AS (
+    SELECT r.id, r.subject_id, r.namespace, r.kind, {_AT} AS at, r.created_at, r.memory_type
+    FROM memory_memoryrecord r WHERE r.id = ANY(%(ids)s)
+), turns AS (
+    SELECT * FROM target WHERE memory_type = 'episodic'
+), near AS (
+    SELECT id FROM target
+    UNION
+    SELECT b.id FROM turns t CROSS JOIN LATERAL (
+        SELECT r.id FROM memory_memoryrecord r
+        WHERE {_SAME_STREAM} AND ({_AT}, r.created_at, r.id) < (t.at, t.created_at, t.id)
+        ORDER BY {_AT} DESC, r.created_at DESC, r.id DESC LIMIT {_REACH}) b
+    UNION
+    SELECT a.id FROM turns t CROSS JOIN LATERAL (
+        SELECT r.id FROM memory_memoryrecord r
+        WHERE {_SAME_STREAM} AND ({_AT}, r.created_at, r.id) > (t.at, t.created_at, t.id)
+        ORDER BY {_AT}, r.created_at, r.id LIMIT {_REACH}) a
+)
+SELECT DISTINCT lexeme FROM near n
+JOIN memory_memoryrecord r ON r.id = n.id
+LEFT JOIN retrieval_recordcontext rc ON rc.record_id = n.id
+CROSS JOIN LATERAL unnest(coalesce(tsvector_to_array(r.search_vector), '{{}}')
+                          || coalesce(tsvector_to_array(rc.terms), '{{}}')) AS lexeme
+ORDER BY lexeme
+"""
+
+
+def lexemes_around(record_ids: Iterable[str]) -> list[str]:
+    """Every lexeme whose count of holders (records holding it in their own text or their window) can change when
+    ``record_ids`` stop being live: read while they still are."""
+    ids = sorted(set(record_ids))
+    if not ids:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(_LEXEMES_AROUND_SQL, {"ids": ids})
+        return [row[0] for row in cursor.fetchall()]
+
+
 def records_quoting(record_ids: Iterable[str], *, tenant_id: int, subject_id: int) -> list[str]:
     """Records whose context window includes any of ``record_ids`` (their own rows included)."""
     ids = list(record_ids)

@@ -9,10 +9,15 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models import Q
 
-from memory.deletion.registry import DeletionTarget, purge_surface, read_check
-from memory.retrieval.context import refresh_context
+from memory.deletion.registry import DeletionTarget, on_plan, purge_surface, read_check
+from memory.retrieval.context import lexemes_around, refresh_context
 from memory.retrieval.models import RecordContext, RetrievalLog, SubjectIndex, TermBucket
-from memory.retrieval.subject_index import delete_statistics, queue_maintenance, refresh_statistics
+from memory.retrieval.subject_index import (
+    delete_statistics,
+    queue_maintenance,
+    recount_statistics,
+    refresh_statistics,
+)
 from memory.search import TEXT_SEARCH_CONFIG
 
 
@@ -113,18 +118,32 @@ def check_context_windows(target: DeletionTarget) -> list[str]:
     return [f"context window of {record_id}" for record_id in _windows(target).values_list("record_id", flat=True)]
 
 
+@on_plan("search_statistics")
+def statistics_words_on_plan(target: DeletionTarget) -> list[str] | None:
+    """The lexemes whose counts the deletion changes in a large subject's statistics, read while the records still
+    hold them (None for a subject without statistics: nothing to count again)."""
+    if not SubjectIndex.objects.filter(subject_id=target.subject_id).exists():
+        return None
+    return lexemes_around(target.memory_ids)
+
+
 @purge_surface("search_statistics", order=87)
 def purge_search_statistics(target: DeletionTarget) -> int:
-    """A large subject's term statistics count the words of its live records: recomputed now, after the records
+    """A large subject's term statistics count the words of its live records: counted again now, after the records
     (85) and context windows (86) steps, so that a deleted record's words stay only where a live record also says
-    them. An erasure deletes them with the subject's index row; its partial indexes are dropped by the worker on
+    them. Only the lexemes the plan read from the deleted records and the turns around them are counted again (with
+    every bucket's totals); a job planned without them (the subject had no statistics then) recomputes them all.
+    An erasure deletes them with the subject's index row; its partial indexes are dropped by the worker on
     commit (DROP INDEX CONCURRENTLY cannot run in this step's transaction, and a plain DROP INDEX would lock the
     whole records table until the job's step commits). Until then they are unused: retrieval reads them only for
     a subject whose index row says ``ready``."""
     if not SubjectIndex.objects.filter(subject_id=target.subject_id).exists():
         return 0
     if not target.whole_subject:
-        return int(refresh_statistics(target.subject_id))
+        lexemes = target.sealed.get("search_statistics")
+        if lexemes is None:
+            return int(refresh_statistics(target.subject_id))
+        return int(recount_statistics(target.subject_id, list(lexemes)))
     deleted = delete_statistics(target.subject_id)
     deleted += SubjectIndex.objects.filter(subject_id=target.subject_id).delete()[0]
     queue_maintenance(target.subject_id)  # queued on commit

@@ -218,19 +218,24 @@ def _drop_indexes(subject_id: int) -> None:
 # The rows a retrieve scores, at refresh time: live (active, inside validity) and servable. A record's length and
 # its terms are counted as the lexical leg counts them: its own lexemes, plus its window's at CONTEXT_TERM_WEIGHT for
 # the length and as "holds the term" for the document frequency.
-_STATISTICS_SQL = """
-WITH live AS MATERIALIZED (
+_LIVE_SQL = """
     SELECT r.tenant_id, r.namespace, r.memory_class_id, r.search_vector AS own, rc.terms AS around
     FROM memory_memoryrecord r
     JOIN memory_memoryclass c ON c.id = r.memory_class_id
     LEFT JOIN retrieval_recordcontext rc ON rc.record_id = r.id
     WHERE r.subject_id = %(subject)s AND r.status = 'active' AND (r.valid_until IS NULL OR r.valid_until > now())
       AND (r.confidence = 'confirmed' OR (r.confidence = 'candidate' AND c.candidates_retrievable))
-),
+"""
+_BUCKET_TOTALS = """min(tenant_id), %(subject)s, namespace, memory_class_id, count(*),
+           sum(coalesce(length(own), 0) + %(context_weight)s * coalesce(length(around), 0))"""
+_HOLDS = """CROSS JOIN LATERAL (SELECT unnest(tsvector_to_array(l.own))
+                    UNION SELECT unnest(tsvector_to_array(l.around))) t(lexeme)"""
+
+_STATISTICS_SQL = f"""
+WITH live AS MATERIALIZED ({_LIVE_SQL}),
 buckets AS (
     INSERT INTO retrieval_termbucket (tenant_id, subject_id, namespace, memory_class_id, records, length)
-    SELECT min(tenant_id), %(subject)s, namespace, memory_class_id, count(*),
-           sum(coalesce(length(own), 0) + %(context_weight)s * coalesce(length(around), 0))
+    SELECT {_BUCKET_TOTALS}
     FROM live GROUP BY namespace, memory_class_id
     RETURNING id, tenant_id, namespace, memory_class_id
 )
@@ -238,10 +243,46 @@ INSERT INTO retrieval_termcount (bucket_id, tenant_id, lexeme, records)
 SELECT b.id, b.tenant_id, t.lexeme, count(*)
 FROM live l
 JOIN buckets b ON b.namespace = l.namespace AND b.memory_class_id = l.memory_class_id
-CROSS JOIN LATERAL (SELECT unnest(tsvector_to_array(l.own))
-                    UNION SELECT unnest(tsvector_to_array(l.around))) t(lexeme)
+{_HOLDS}
 WHERE t.lexeme IS NOT NULL
 GROUP BY b.id, b.tenant_id, t.lexeme
+"""
+
+# Part of the statistics counted again in one pass over the subject's live rows: every bucket's totals, and the
+# counts of the given lexemes (cleared first) from the rows that hold one of them. Returns the buckets kept.
+_LEXEME_COUNTS_CLEARED_SQL = """
+DELETE FROM retrieval_termcount tc USING retrieval_termbucket b
+WHERE tc.bucket_id = b.id AND b.subject_id = %(subject)s AND tc.lexeme = ANY(%(lexemes)s)
+"""
+_RECOUNT_SQL = f"""
+WITH live AS MATERIALIZED ({_LIVE_SQL}),
+q AS (
+    SELECT array_to_string(ARRAY(SELECT quote_literal(x) FROM unnest(%(lexemes)s::text[]) x), ' | ')::tsquery AS tsq
+),
+buckets AS (
+    INSERT INTO retrieval_termbucket (tenant_id, subject_id, namespace, memory_class_id, records, length)
+    SELECT {_BUCKET_TOTALS}
+    FROM live GROUP BY namespace, memory_class_id
+    ON CONFLICT (subject_id, namespace, memory_class_id, tenant_id)
+    DO UPDATE SET records = EXCLUDED.records, length = EXCLUDED.length
+    RETURNING id, tenant_id, namespace, memory_class_id
+),
+counts AS (
+    INSERT INTO retrieval_termcount (bucket_id, tenant_id, lexeme, records)
+    SELECT b.id, b.tenant_id, t.lexeme, count(*)
+    FROM live l
+    JOIN buckets b ON b.namespace = l.namespace AND b.memory_class_id = l.memory_class_id
+    {_HOLDS}
+    WHERE cardinality(%(lexemes)s::text[]) > 0 AND (l.own @@ (SELECT tsq FROM q) OR l.around @@ (SELECT tsq FROM q))
+      AND t.lexeme = ANY(%(lexemes)s)
+    GROUP BY b.id, b.tenant_id, t.lexeme
+)
+SELECT id FROM buckets
+"""
+_EMPTIED_BUCKETS_SQL = """
+WITH gone AS (SELECT id FROM retrieval_termbucket WHERE subject_id = %(subject)s AND NOT id = ANY(%(kept)s)),
+counts AS (DELETE FROM retrieval_termcount WHERE bucket_id IN (SELECT id FROM gone))
+DELETE FROM retrieval_termbucket WHERE id IN (SELECT id FROM gone)
 """
 
 
@@ -258,6 +299,25 @@ def refresh_statistics(subject_id: int) -> bool:
         with connection.cursor() as cursor:
             cursor.execute(_STATISTICS_SQL, {"subject": subject_id, "context_weight": CONTEXT_TERM_WEIGHT})
         SubjectIndex.objects.filter(pk=subject_id).update(rows=rows, statistics_at=timezone.now())
+    return True
+
+
+def recount_statistics(subject_id: int, lexemes: list[str]) -> bool:
+    """Count ``lexemes`` again, and every bucket's totals, from the subject's live records, in one transaction: after
+    records stopped being live, with the lexemes ``context.lexemes_around`` read from them before, the statistics of
+    everything those records changed are what a full refresh would give, at the cost of the rows holding one of
+    those lexemes instead of every lexeme of every row. Only for a subject with a SubjectIndex row; returns whether
+    it had one. Its row count and time stay those of the last full refresh: what it does not count again (records
+    written since) still drifts towards the next one."""
+    with transaction.atomic():
+        lock([f"subject-statistics:{subject_id}"])
+        if not SubjectIndex.objects.filter(subject_id=subject_id).exists():
+            return False
+        params: dict[str, Any] = {"subject": subject_id, "context_weight": CONTEXT_TERM_WEIGHT, "lexemes": lexemes}
+        with connection.cursor() as cursor:
+            cursor.execute(_LEXEME_COUNTS_CLEARED_SQL, params)
+            cursor.execute(_RECOUNT_SQL, params)
+            cursor.execute(_EMPTIED_BUCKETS_SQL, {"subject": subject_id, "kept": [r[0] for r in cursor.fetchall()]})
     return True
 
 

@@ -420,3 +420,50 @@ def test_past_the_cap_a_subject_is_scanned_exactly_until_it_holds_twice_the_smal
     displaced = _search(first, "First fact", k=5)
     assert not displaced.indexed and len(displaced.candidates) >= 5  # the exact scan still answers
     assert subject_index.sweep() == []  # 30 records can never take back the place of 60
+
+
+def _statistics(subject_id):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT namespace, memory_class_id, records, length FROM retrieval_termbucket "
+                       "WHERE subject_id = %s", [subject_id])
+        buckets = {(ns, cls): (n, round(length, 6)) for ns, cls, n, length in cursor.fetchall()}
+        cursor.execute("SELECT b.namespace, b.memory_class_id, tc.lexeme, tc.records FROM retrieval_termcount tc "
+                       "JOIN retrieval_termbucket b ON b.id = tc.bucket_id WHERE b.subject_id = %s", [subject_id])
+        counts = {(ns, cls, lexeme): n for ns, cls, lexeme, n in cursor.fetchall()}
+    return buckets, counts
+
+
+def _row_version(subject_id, lexeme):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT tc.xmin::text FROM retrieval_termcount tc JOIN retrieval_termbucket b "
+                       "ON b.id = tc.bucket_id WHERE b.subject_id = %s AND tc.lexeme = %s", [subject_id, lexeme])
+        return sorted(row[0] for row in cursor.fetchall())
+
+
+def test_a_deletion_counts_again_only_the_words_it_changed_and_leaves_what_a_full_refresh_would(large):
+    # A conversation of turns 20 minutes apart: deleting the middle one leaves a 40-minute gap, which starts a new
+    # session, so the windows on both sides lose turns as well as the deleted one. Its text is too short to be a
+    # marker, and its word is said nowhere else.
+    started = dt.datetime(2026, 3, 1, 9, tzinfo=dt.UTC)
+    texts = ["Booked the dentist for Tuesday", "The plumber fixed the boiler", "zq7",
+             "Bought a kayak paddle online", "Cancelled the gym membership"]
+    written = memory_write_batch(scope=large, items=[
+        RecordInput(namespace="user/diary", kind="conversation_turn", field=f"diary_{n}", value=text, text=text,
+                    event_id=f"evt_diary_{n}", memory_type="episodic",
+                    occurred_at=started + dt.timedelta(minutes=20 * n))
+        for n, text in enumerate(texts)])
+    ids = [w.written.record.pk for w in written]
+    refresh_context(ids)
+    subject_index.refresh_statistics(large.subject_id)
+    buckets, counts = _statistics(large.subject_id)
+    assert any(key[2] == "zq7" for key in counts) and any(key[2] == "kayak" for key in counts)
+    untouched = _row_version(large.subject_id, "cello")
+
+    assert run_job(memory_delete(scope=large, memory_id=ids[2]).pk) == "completed"
+
+    recounted = _statistics(large.subject_id)
+    assert not any(key[2] == "zq7" for key in recounted[1])
+    assert recounted != (buckets, counts)  # the deleted turn, and what the windows around it held, moved
+    assert _row_version(large.subject_id, "cello") == untouched  # no word it did not change was counted again
+    subject_index.refresh_statistics(large.subject_id)
+    assert recounted == _statistics(large.subject_id)
