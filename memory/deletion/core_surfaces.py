@@ -8,7 +8,6 @@ findable by the retry; every purge is a bulk query and idempotent.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.db.models import Q, TextField
@@ -17,6 +16,7 @@ from django.db.models.functions import Cast
 from memory.content import TEXT_PREFIX, unseal_evidence
 from memory.deletion.export import subject_export
 from memory.deletion.models import DeletionJob
+from memory.deletion.quoting import contains_marker, forms, may_quote
 from memory.deletion.registry import DeletionTarget, purge_surface, read_check
 from memory.deletion.services import owner_scope, write_tombstones
 from memory.embedder import get_embedder
@@ -35,22 +35,12 @@ def _records(target: DeletionTarget) -> Any:
     return qs if target.whole_subject else qs.filter(pk__in=target.memory_ids)
 
 
-def _forms(markers: tuple[str, ...]) -> set[str]:
-    """Each marker as written and as it appears inside JSON text (quotes and backslashes escaped)."""
-    return {f for m in markers for f in (m, json.dumps(m, ensure_ascii=False)[1:-1])}
-
-
-def _contains_marker(value: Any, markers: tuple[str, ...]) -> bool:
-    text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
-    return any(m in text for m in _forms(markers))
-
-
 def _quoting(qs: Any, field: str, markers: tuple[str, ...]) -> Any:
     """Rows whose JSON ``field`` quotes a marker, found in SQL (the text form of the JSON)."""
     if not markers:
         return qs.none()
     match = Q(pk__in=[])
-    for marker in _forms(markers):
+    for marker in forms(markers):
         match |= Q(_json_text__icontains=marker)
     return qs.annotate(_json_text=Cast(field, TextField())).filter(match)
 
@@ -74,7 +64,7 @@ def purge_candidates(target: DeletionTarget) -> int:
     quoting = (_quoting(subject_candidates, "evidence", (*target.markers, TEXT_PREFIX)) if target.markers
                else subject_candidates.none())
     for c in quoting.exclude(pk__in=qs.values("pk")).only("pk", "evidence"):
-        kept = [e for e in c.evidence if not _contains_marker(unseal_evidence([e])[0], target.markers)]
+        kept = [e for e in c.evidence if not contains_marker(unseal_evidence([e])[0], target.markers)]
         if len(kept) != len(c.evidence):
             Candidate.objects.filter(pk=c.pk).update(evidence=kept)
             touched += 1
@@ -100,8 +90,8 @@ def purge_audit(target: DeletionTarget) -> int:
     rows = AuditEntry.objects.filter(tenant_id=target.tenant_id).filter(
         Q(subject_id=target.subject_id) | Q(object_id__in=target.memory_ids))
     for row in _quoting(rows, "data", target.markers).only("pk", "data"):
-        if isinstance(row.data, dict) and _contains_marker(row.data, target.markers):
-            clean = {k: v for k, v in row.data.items() if not _contains_marker(v, target.markers)}
+        if isinstance(row.data, dict) and contains_marker(row.data, target.markers):
+            clean = {k: v for k, v in row.data.items() if not contains_marker(v, target.markers)}
             AuditEntry.objects.filter(pk=row.pk).update(data={**clean, "redacted": True})
             touched += 1
     return touched
@@ -171,7 +161,7 @@ def _scope(target: DeletionTarget) -> Scope:
 def _payload_hits(payloads: list[dict[str, Any]], markers: tuple[str, ...],
                   restated: frozenset[str] = frozenset()) -> list[str]:
     return [str(p.get("memory_id", "?")) for p in payloads if p.get("memory_id") not in restated
-            and _contains_marker({k: p.get(k) for k in ("fact", "text", "provenance")}, markers)]
+            and contains_marker({k: p.get(k) for k in ("fact", "text", "provenance")}, markers)]
 
 
 def _restated(target: DeletionTarget) -> frozenset[str]:
@@ -195,8 +185,10 @@ def check_detail(target: DeletionTarget) -> list[str]:
 
 @read_check("memory.list")
 def check_list(target: DeletionTarget) -> list[str]:
-    return _payload_hits([dict(record_payload(r)) for r in memory_list(scope=_scope(target))], target.markers,
-                         _restated(target))
+    """The subject's list as the API serves it, page by page: only the records that could quote a marker are read
+    (memory/deletion/quoting.py), so a subject's size does not set the check's cost."""
+    records = may_quote(memory_list(scope=_scope(target)), target.markers, text=("text",), json_fields=("fact",))
+    return _payload_hits([dict(record_payload(r)) for r in records], target.markers, _restated(target))
 
 
 @read_check("memory.history")
@@ -218,16 +210,29 @@ def check_history(target: DeletionTarget) -> list[str]:
 _EXPORT_UNCHECKED = frozenset({"retrieval_logs"})
 
 
+# What of an exported record, event or candidate is its content: a marker found in the rest (a status, a namespace,
+# an event id the client chose) is a coincidence of words, not the deleted content ("active", "travel").
+_CONTENT = {
+    "records": lambda r: [r.get("fact"), r.get("text"), (r.get("provenance") or {}).get("text"),
+                          (r.get("source") or {}).get("reference")],
+    "events": lambda e: [e.get("text")],
+    "candidates": lambda c: [c.get("fact"), c.get("text"), c.get("evidence")],
+}
+
+
 @read_check("export")
 def check_export(target: DeletionTarget) -> list[str]:
-    body = subject_export(scope=_scope(target), leave_out=_EXPORT_UNCHECKED)
+    """The subject's export, with only the records and events that could quote a marker read (quoting.py)."""
+    body = subject_export(scope=_scope(target), leave_out=_EXPORT_UNCHECKED, quoting=target.markers)
     restated = _restated(target)
     body["records"] = [r for r in body.get("records", []) if r.get("memory_id") not in restated]
     if target.requested_at is not None and not target.whole_subject:
         body["events"] = [e for e in body.get("events", []) if e.get("created_at") is None
                           or e["created_at"] <= target.requested_at]
+    for section, content in _CONTENT.items():
+        body[section] = [content(row) for row in body.get(section, [])]
     return [section for section, rows in body.items()
-            if isinstance(rows, list) and rows and _contains_marker(rows, target.markers)]
+            if isinstance(rows, list) and rows and contains_marker(rows, target.markers)]
 
 
 @read_check("facts")
@@ -259,7 +264,7 @@ def check_retrieve(target: DeletionTarget) -> list[str]:
         for packet in result.packets:
             if packet.get("memory_id") in restated:
                 continue
-            if packet.get("memory_id") in target.memory_ids or _contains_marker(packet, target.markers):
+            if packet.get("memory_id") in target.memory_ids or contains_marker(packet, target.markers):
                 hits.append(str(packet.get("memory_id") or packet.get("id") or "packet"))
     get_embedder().clear_query_cache()
     return sorted(set(hits))
@@ -271,5 +276,5 @@ def check_tombstone(target: DeletionTarget) -> list[str]:
     rows = list(Tombstone.objects.filter(tenant_id=target.tenant_id, memory_id__in=target.memory_ids)
                 .values("memory_id", "content_hash", "event_hashes", "namespace", "field"))
     missing = set(target.memory_ids) - {r["memory_id"] for r in rows}
-    leaks = [r["memory_id"] for r in rows if _contains_marker([r["content_hash"], r["event_hashes"]], target.markers)]
+    leaks = [r["memory_id"] for r in rows if contains_marker([r["content_hash"], r["event_hashes"]], target.markers)]
     return [f"missing {m}" for m in sorted(missing)] + leaks

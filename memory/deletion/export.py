@@ -27,6 +27,7 @@ from django.utils import timezone
 from pgvector.django import VectorField
 
 from memory.content import unseal_candidate, unseal_text
+from memory.deletion.quoting import may_quote
 from memory.models import AuditEntry, Candidate, Event, MemoryRecord, Subject
 from memory.namespaces import under_any_q
 from memory.records.presenters import record_payload
@@ -96,13 +97,17 @@ def _events(scope: Scope, records: QuerySet[MemoryRecord], candidates: QuerySet[
     return Event.objects.filter(shown, tenant_id=scope.tenant_id, subject_id=scope.subject_id)
 
 
-def subject_export(*, scope: Scope, leave_out: frozenset[str] = frozenset()) -> dict[str, Any]:
-    """Everything about the scope's subject, but the generic sections named in ``leave_out`` (shown empty)."""
+def subject_export(*, scope: Scope, leave_out: frozenset[str] = frozenset(),
+                   quoting: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """Everything about the scope's subject, but the generic sections named in ``leave_out`` (shown empty). With
+    ``quoting`` (a deletion's read check), only the records and events that could quote one of those strings."""
     scope.require(READ)
     records = (MemoryRecord.objects.for_scope(scope).select_related("memory_class", "source_event", "subject")
                .order_by("created_at", "pk"))
+    shown_records = records if quoting is None else may_quote(
+        records, quoting, text=("text", "source_event__text"), json_fields=("fact", "source_ref"))
     out_records = []
-    for r in records:
+    for r in shown_records:
         payload: dict[str, Any] = dict(record_payload(r))
         if r.source_event is not None:
             payload["provenance"] = {"event_id": r.source_event.external_id, "source_type": r.source_event.source_type,
@@ -116,8 +121,10 @@ def subject_export(*, scope: Scope, leave_out: frozenset[str] = frozenset()) -> 
         candidates.append({"candidate_id": c.id, "namespace": c.namespace.split("/"), "kind": c.kind, "fact": fact,
                            "text": text, "status": c.status, "evidence": evidence,
                            "model_confidence": c.model_confidence, "created_at": c.created_at})
-    events = [{**e, "text": unseal_text(e["text"])} for e in
-              _events(scope, records, _candidates(scope)).order_by("created_at")
+    events_shown = _events(scope, records, _candidates(scope))
+    if quoting is not None:
+        events_shown = may_quote(events_shown, quoting, text=("text",))
+    events = [{**e, "text": unseal_text(e["text"])} for e in events_shown.order_by("created_at")
               .values("id", "external_id", "source_type", "text", "occurred_at", "created_at")]
     body: dict[str, Any] = {
         "subject_id": scope.subject_external_id,

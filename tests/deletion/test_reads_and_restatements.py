@@ -70,3 +70,34 @@ def test_a_correction_with_an_event_id_is_made_once(agent):
     assert MemoryRecord.objects.filter(field="seat_preference").count() == 2
     unknown = agent.post(f"/api/v1/memories/{memory_id}/correct", {**body, "source": {"event_id": "e", "x": 1}})
     assert unknown.status_code == 400
+
+
+@pytest.mark.parametrize("value", ["active", "travel"])  # a record's status; a word of the namespace it is under
+def test_a_value_that_is_also_a_word_of_the_exports_labels_is_deleted_and_verified(agent, value):
+    _write(agent, "evt_other", value="window")  # another record, exported with its status and namespace
+    candidate = agent.post("/api/v1/candidates", memory_body(  # exported with its namespace and status too
+        fact={"field": "meal", "value": "vegetarian"}, text="Might be vegetarian",
+        source={"type": "model_inferred", "event_id": "evt_guess", "text": "ordered a salad"}))
+    assert candidate.status_code == 202, candidate.json()
+    memory_id = _write(agent, "evt_1", value=value)
+    job_id = agent.delete(f"/api/v1/memories/{memory_id}").json()["deletion_id"]
+
+    assert run_job(job_id) == "completed"
+
+
+def test_the_subjects_list_and_export_still_show_a_record_written_before_the_deletion_that_quotes_it(
+        agent, settings):
+    settings.ENGRAM_DELETION_JOB_RETRIES = 0
+    said = 'the 12" screen in the "quiet" room'  # quotes: found as written and as JSON text writes them
+    memory_id = _write(agent, "evt_1", value=said)
+    quoting = agent.post("/api/v1/memories", memory_body(
+        fact={"field": "note", "value": f"she said: {said}"}, text="A note about the office",
+        source={"type": "explicit_user_statement", "event_id": "evt_2", "text": "A note"}))
+    assert quoting.status_code == 201, quoting.json()
+    for n in range(30):  # records the checks need not read
+        _write(agent, f"evt_filler_{n}", value=f"window {n}")
+    job_id = agent.delete(f"/api/v1/memories/{memory_id}").json()["deletion_id"]
+
+    assert run_job(job_id) == "failed"
+    reason = DeletionJob.objects.get(pk=job_id).reason
+    assert "memory.list" in reason and "export: records" in reason and quoting.json()["memory_id"] in reason
