@@ -203,11 +203,12 @@ def check_history(target: DeletionTarget) -> list[str]:
     return hits
 
 
-# The export check reads every section but the retrieval logs, which are left to their own indexed check
-# (memory/retrieval/deletion_surfaces.py): the export shows a log's memory entries with their records' current
-# text, so what it could still quote of a deleted record is the query and provider entries that check covers,
-# and reading every log of the subject here would make each deletion cost as much as the subject's history.
-_EXPORT_UNCHECKED = frozenset({"retrieval_logs"})
+# The export check reads every section but two, left to their own checks (memory/retrieval/deletion_surfaces.py),
+# because reading them here would make each deletion cost as much as the subject's history or size. The retrieval
+# logs: the export shows a log's memory entries with their records' current text, so what it could still quote of
+# a deleted record is the query and provider entries their indexed check covers. The context windows: exported as
+# record ids and a hash (their words and vectors are derived columns, left out of every export), one per turn.
+_EXPORT_UNCHECKED = frozenset({"retrieval_logs", "retrieval.recordcontext"})
 
 
 # What of an exported record, event or candidate is its content: a marker found in the rest (a status, a namespace,
