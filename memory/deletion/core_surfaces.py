@@ -8,6 +8,7 @@ findable by the retry; every purge is a bulk query and idempotent.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.db.models import Q, TextField
@@ -59,6 +60,8 @@ def purge_candidates(target: DeletionTarget) -> int:
         qs = qs.filter(match)
     # Other candidates' evidence may quote the deleted words (a merge copies evidence): blank those.
     # Sealed quotes (encrypted classes) cannot match in SQL: every candidate holding one is opened here.
+    if target.whole_subject:  # every candidate of the subject goes: no other's evidence is left to search
+        return qs.delete()[0]
     touched = 0
     subject_candidates = Candidate.objects.filter(tenant_id=target.tenant_id, subject_id=target.subject_id)
     quoting = (_quoting(subject_candidates, "evidence", (*target.markers, TEXT_PREFIX)) if target.markers
@@ -83,7 +86,13 @@ def purge_text_index(target: DeletionTarget) -> int:
 
 @purge_surface("audit", order=70)
 def purge_audit(target: DeletionTarget) -> int:
-    """Audit rows keep ids and decisions; any value that quotes deleted content goes."""
+    """Audit rows keep ids and decisions; any value that quotes deleted content goes. An erasure redacts every value
+    of the subject's rows but the deletions' own (job and record ids, step names) instead of searching them for each
+    of the subject's sentences: one statement however large the subject, where a search for tens of thousands of
+    markers in one statement exhausted the database server's memory."""
+    if target.whole_subject:
+        return AuditEntry.objects.filter(tenant_id=target.tenant_id, subject_id=target.subject_id).exclude(
+            action__startswith="deletion.").exclude(data={}).update(data={"redacted": True})
     if not target.markers:
         return 0
     touched = 0
@@ -194,7 +203,9 @@ def check_list(target: DeletionTarget) -> list[str]:
 @read_check("memory.history")
 def check_history(target: DeletionTarget) -> list[str]:
     hits: list[str] = []
-    for memory_id in target.memory_ids:
+    # Only the records still there have a history to read (an erasure's are gone: one query, not one per record).
+    for memory_id in MemoryRecord.objects.filter(tenant_id=target.tenant_id, pk__in=target.memory_ids).values_list(
+            "pk", flat=True):
         try:
             chain = memory_history(scope=_scope(target), memory_id=memory_id)
         except NotFound:
@@ -271,11 +282,17 @@ def check_retrieve(target: DeletionTarget) -> list[str]:
     return sorted(set(hits))
 
 
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
 @read_check("tombstone")
 def check_tombstone(target: DeletionTarget) -> list[str]:
-    """Tombstones exist for every deleted record and hold no plaintext."""
+    """Tombstones exist for every deleted record and hold no plaintext: their content and event hashes are keyed
+    digests (memory/tombstones.py) or empty, which no sentence can be; proved row by row, not by searching each
+    row for every marker (an erasure's are every sentence of the subject)."""
     rows = list(Tombstone.objects.filter(tenant_id=target.tenant_id, memory_id__in=target.memory_ids)
                 .values("memory_id", "content_hash", "event_hashes", "namespace", "field"))
     missing = set(target.memory_ids) - {r["memory_id"] for r in rows}
-    leaks = [r["memory_id"] for r in rows if contains_marker([r["content_hash"], r["event_hashes"]], target.markers)]
+    leaks = [r["memory_id"] for r in rows
+             if not all(_DIGEST.fullmatch(h) for h in [r["content_hash"] or "0" * 64, *(r["event_hashes"] or [])])]
     return [f"missing {m}" for m in sorted(missing)] + leaks

@@ -36,7 +36,8 @@ def rows_referencing(table: str, pk: Any) -> dict[str, int]:
             JOIN information_schema.constraint_column_usage ccu ON tc.constraint_name = ccu.constraint_name
             WHERE tc.constraint_type = 'FOREIGN KEY' AND ccu.table_name = %s""", [table])
         found = {}
-        for t, col in cursor.fetchall():
+        # A composite key (tenant_id, subject_id) lists both columns: the tenant's id is not a reference to the row.
+        for t, col in [(t, c) for t, c in cursor.fetchall() if c != "tenant_id"]:
             cursor.execute(f'SELECT count(*) FROM "{t}" WHERE "{col}" = %s', [pk])
             n = cursor.fetchone()[0]
             if n:

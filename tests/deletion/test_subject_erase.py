@@ -80,3 +80,22 @@ def test_it_needs_credentials_and_the_write_scope(client, make_agent, tenant, ag
     assert client.delete("/api/v1/subject").status_code == 401
     assert reader.delete("/api/v1/subject").status_code == 403
     assert Subject.objects.filter(pk=agent.subject.pk).exists()
+
+
+def test_an_erasure_of_many_records_redacts_their_audit_values_keeps_the_deletions_ids_and_completes(agent):
+    # More records than the checks narrow their rows for: each is a marker, read by every check at once.
+    items = [{"namespace": ["user", "notes"], "kind": "note", "fact": {"field": f"note_{n}", "value": f"{MARKER} {n}"},
+              "text": f"Note {n} about {MARKER}", "source": {"type": "explicit_user_statement", "event_id": f"evt_{n}"}}
+             for n in range(120)]
+    written = agent.post("/api/v1/memories/batch", {"items": items})
+    assert written.status_code == 200 and written.json()["created"] == 120, written.json()
+    from memory.models import AuditEntry
+    AuditEntry.objects.filter(subject_id=agent.subject.pk, action="memory.write").update(
+        data={"reason": f"restated {MARKER}", "outcome": "activate"})  # a value that quotes the content
+
+    job_id = agent.delete("/api/v1/subject").json()["deletion_id"]
+
+    assert run_job(job_id) == "completed"
+    assert "memory_auditentry.data" not in tables_containing(MARKER)
+    erased = AuditEntry.objects.get(action="deletion.subject", object_id=job_id)
+    assert len(erased.data["memory_ids"]) == 120
