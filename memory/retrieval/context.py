@@ -42,6 +42,21 @@ _SAME_STREAM = ("r.subject_id = t.subject_id AND r.namespace = t.namespace AND r
 # cut at a session boundary, which depends only on the gaps between the turns it spans, all of them read here.
 _REACH = 2 * WINDOW
 
+
+def _turns_around(source: str) -> str:
+    """The live turns of each ``source`` row's stream up to _REACH before and after it (for a CTE's UNION), each read
+    through the index with a LIMIT."""
+    return f"""SELECT b.id FROM {source} t CROSS JOIN LATERAL (
+        SELECT r.id FROM memory_memoryrecord r
+        WHERE {_SAME_STREAM} AND ({_AT}, r.created_at, r.id) < (t.at, t.created_at, t.id)
+        ORDER BY {_AT} DESC, r.created_at DESC, r.id DESC LIMIT {_REACH}) b
+    UNION
+    SELECT a.id FROM {source} t CROSS JOIN LATERAL (
+        SELECT r.id FROM memory_memoryrecord r
+        WHERE {_SAME_STREAM} AND ({_AT}, r.created_at, r.id) > (t.at, t.created_at, t.id)
+        ORDER BY {_AT}, r.created_at, r.id LIMIT {_REACH}) a"""
+
+
 _WINDOWS_SQL = f"""
 WITH given AS MATERIALIZED (  -- by primary key: a partial index of live turns would be scanned whole for them
     SELECT r.id, r.subject_id, r.namespace, r.kind, {_AT} AS at, r.created_at, r.memory_type, r.status
@@ -51,15 +66,7 @@ WITH given AS MATERIALIZED (  -- by primary key: a partial index of live turns w
 ), near AS (
     SELECT id FROM target
     UNION
-    SELECT b.id FROM target t CROSS JOIN LATERAL (
-        SELECT r.id FROM memory_memoryrecord r
-        WHERE {_SAME_STREAM} AND ({_AT}, r.created_at, r.id) < (t.at, t.created_at, t.id)
-        ORDER BY {_AT} DESC, r.created_at DESC, r.id DESC LIMIT {_REACH}) b
-    UNION
-    SELECT a.id FROM target t CROSS JOIN LATERAL (
-        SELECT r.id FROM memory_memoryrecord r
-        WHERE {_SAME_STREAM} AND ({_AT}, r.created_at, r.id) > (t.at, t.created_at, t.id)
-        ORDER BY {_AT}, r.created_at, r.id LIMIT {_REACH}) a
+{_turns_around("target")}
 ), stream AS (
     SELECT r.id, r.tenant_id, r.subject_id, r.namespace, r.kind, r.text, r.created_at, {_AT} AS at,
            r.embedding IS NOT NULL AS has_vector
@@ -198,15 +205,7 @@ WITH target AS (
 ), near AS (
     SELECT id FROM target
     UNION
-    SELECT b.id FROM turns t CROSS JOIN LATERAL (
-        SELECT r.id FROM memory_memoryrecord r
-        WHERE {_SAME_STREAM} AND ({_AT}, r.created_at, r.id) < (t.at, t.created_at, t.id)
-        ORDER BY {_AT} DESC, r.created_at DESC, r.id DESC LIMIT {_REACH}) b
-    UNION
-    SELECT a.id FROM turns t CROSS JOIN LATERAL (
-        SELECT r.id FROM memory_memoryrecord r
-        WHERE {_SAME_STREAM} AND ({_AT}, r.created_at, r.id) > (t.at, t.created_at, t.id)
-        ORDER BY {_AT}, r.created_at, r.id LIMIT {_REACH}) a
+{_turns_around("turns")}
 )
 SELECT DISTINCT lexeme FROM near n
 JOIN memory_memoryrecord r ON r.id = n.id
