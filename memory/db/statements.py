@@ -194,10 +194,15 @@ def scoped_sources(scope: Scope, filters: Filters) -> Scoped:
                        _RECORDS, [*own, *live, servable, *task], _r("memory_class"))
     not_live = sql.SQL("(NOT ({} = {}) OR {} <= {} OR ({} = {} AND NOT {}))").format(
         _r("status"), active, _r("valid_until"), _NOW, _r("confidence"), candidate, _c("candidates_retrievable"))
+    # The same condition without the class's column: implied by not_live, and on the records' own columns, so that
+    # the scan drops the live confirmed records (nearly all of a subject) before any distance to the query is
+    # computed or any class read (a 600-record subject: 0.84 ms of a 7 ms statement to find no excluded row).
+    maybe_not_live = sql.SQL("(NOT ({} = {}) OR {} <= {} OR {} = {})").format(
+        _r("status"), active, _r("valid_until"), _NOW, _r("confidence"), candidate)
     excluded = _select([*((name, _r(name)) for name in ("id", "namespace", "kind", "text", "status", "confidence",
                                                        "search_vector", "embedding")),
                         ("is_expired", sql.SQL("{} <= {}").format(_r("valid_until"), _NOW)), *retention],
-                       _RECORDS, [*own, *task, not_live], _r("memory_class"))
+                       _RECORDS, [*own, *task, maybe_not_live, not_live], _r("memory_class"))
     # The buckets carry the records' tenant, subject, class and namespace: the same predicates on their own columns.
     bucket_scope = _scope_predicates(scope, p, subject=_b("subject"), tenant=_b("tenant"), namespace=_b("namespace"))
     if filters.namespaces is not None:
