@@ -100,7 +100,6 @@ def _configure(socket_dir: str, datadir: Path) -> None:
     first start, or ``make run`` after ``make db-stop``); otherwise the change waits for the next restart, and is
     logged, so that no other process loses its connections."""
     import psycopg
-    from psycopg import sql
 
     wanted = shared_buffers()
     with psycopg.connect(host=socket_dir, user="postgres", dbname="postgres", autocommit=True,
@@ -110,7 +109,10 @@ def _configure(socket_dir: str, datadir: Path) -> None:
                                 [wanted]).fetchone()
             if same is not None and same[0]:
                 return
-            conn.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(wanted)))
+            # ALTER SYSTEM takes no parameters: the value goes in as the server itself quotes it.
+            quoted = conn.execute("SELECT quote_literal(%s)", [wanted]).fetchone()
+            assert quoted is not None
+            conn.execute(f"ALTER SYSTEM SET shared_buffers = {quoted[0]}")
             conn.execute("SELECT pg_reload_conf()")  # pg_settings.pending_restart says it waits for a restart
         except psycopg.Error as exc:
             raise RuntimeError(f"ENGRAM_PG_SHARED_BUFFERS={wanted!r} is not a size PostgreSQL accepts "
