@@ -22,9 +22,9 @@ logger = logging.getLogger("engram.db")
 # PostgreSQL's own default (128 MB) holds a few thousand records' rows and graphs. A subject of 100,000 records
 # has HNSW graphs of hundreds of MB, and every retrieve walks a different part of them: with 128 MB a retrieve
 # copied ~3,400 pages from the OS cache into shared buffers, evicting others, and its memory statement took
-# 28.6 ms (p50) against 22.0 ms once they fit (docs/benchmarks.md). A quarter of the memory PostgreSQL's
-# documentation suggests for a dedicated server; this one shares the host with the web and worker processes
-# and the model, hence the ceiling.
+# 28.6 ms (p50) against 22.0 ms once they fit (docs/benchmarks.md). PostgreSQL's documentation suggests a
+# quarter of the memory for a dedicated server; this one shares the host with the web and worker processes and
+# the model, hence the ceiling.
 SHARED_BUFFERS_CEILING_MB = 1024
 SHARED_BUFFERS_FLOOR_MB = 128
 
@@ -102,6 +102,7 @@ def _configure(socket_dir: str, datadir: Path) -> None:
     import psycopg
 
     wanted = shared_buffers()
+    settings_file = datadir / "postgresql.auto.conf"
     with psycopg.connect(host=socket_dir, user="postgres", dbname="postgres", autocommit=True,
                          connect_timeout=5) as conn:
         try:
@@ -109,6 +110,7 @@ def _configure(socket_dir: str, datadir: Path) -> None:
                                 [wanted]).fetchone()
             if same is not None and same[0]:
                 return
+            former = settings_file.read_text()
             # ALTER SYSTEM takes no parameters: the value goes in as the server itself quotes it.
             quoted = conn.execute("SELECT quote_literal(%s)", [wanted]).fetchone()
             assert quoted is not None
@@ -124,17 +126,15 @@ def _configure(socket_dir: str, datadir: Path) -> None:
                        "it restarts (make db-stop, then make run)", wanted)
         return
     if _pg_ctl(datadir, "-m", "fast", "-w", "-l", str(datadir / "log"), "restart", quiet=True) != 0:
-        # It did not come back with them (e.g. the host refused that much shared memory): start it as it was.
+        # It did not come back with them (e.g. the host refused that much shared memory): start it as it was, the
+        # way pgserver starts it (its socket, its log).
         logger.error("the embedded PostgreSQL did not start with shared_buffers = %s; it runs with its former "
                      "setting (see %s)", wanted, datadir / "log")
-        _forget_setting(datadir, "shared_buffers")
-        _pg_ctl(datadir, "-w", "-l", str(datadir / "log"), "start", quiet=True)
+        settings_file.write_text(former)
+        import pgserver
 
-
-def _forget_setting(datadir: Path, name: str) -> None:
-    auto = datadir / "postgresql.auto.conf"
-    lines = auto.read_text().splitlines(keepends=True)
-    auto.write_text("".join(line for line in lines if not line.startswith(f"{name} ")))
+        pgserver.PostgresServer._instances.pop(datadir.resolve(), None)
+        pgserver.get_server(datadir, cleanup_mode=None)
 
 
 def _pg_ctl(datadir: Path, *args: str, quiet: bool = False) -> int:

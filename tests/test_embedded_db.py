@@ -90,6 +90,11 @@ def test_the_server_runs_with_the_configured_shared_buffers_and_never_restarts_u
         ensure_server(own_server_dir)
     assert _shared_buffers(socket_dir) == ("176MB", "176MB")  # nothing written
 
+    # A size PostgreSQL accepts but the host cannot give: the server comes back as it was, on the same socket.
+    monkeypatch.setenv("ENGRAM_PG_SHARED_BUFFERS", "4TB")
+    assert ensure_server(own_server_dir) == socket_dir
+    assert _shared_buffers(socket_dir) == ("176MB", "176MB")
+
 
 def test_shared_buffers_default_to_a_quarter_of_memory_within_bounds(monkeypatch):
     monkeypatch.delenv("ENGRAM_PG_SHARED_BUFFERS", raising=False)
