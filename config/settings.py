@@ -338,6 +338,8 @@ ENGRAM_RECALL = {
     "gate_similarity": env_float("ENGRAM_RECALL_GATE_SIMILARITY", 0.3),
     "lexical_knee": env_float("ENGRAM_RECALL_LEXICAL_KNEE", 0.5),
     "line_fraction": env_float("ENGRAM_RECALL_LINE_FRACTION", 0.5),
+    # The line is also drawn over the candidates' similarities alone (memory/retrieval/ranking.py ``classify``).
+    "similarity_line": env_bool("ENGRAM_RECALL_SIMILARITY_LINE", True),
     "strong_similarity": env_float("ENGRAM_RECALL_STRONG_SIMILARITY", 0.5),
     "strong_lexical": env_float("ENGRAM_RECALL_STRONG_LEXICAL", 0.5),
     "pool_factor": env_int("ENGRAM_RECALL_POOL_FACTOR", 4),

@@ -33,9 +33,11 @@ legs agree on it (it carries at least STRONG_LEXICAL of the question's informati
 similar) or its similarity alone is at least STRONG_SIMILARITY. Anything else is **weak**, and it is served when it
 carries any of the question's words (its place in the order already says how much), or when it stands out from what
 this subject holds for this question: relevance at least ``median + LINE_FRACTION * (best - median)`` over the
-candidates. The best candidate always clears that line, so a subject that holds something never answers
-empty: short everyday questions often have a low absolute cosine with MiniLM even against their answer ("what does
-she do for a living" against "Works night shifts at the children's hospital"), which an absolute floor dropped.
+candidates, or similarity at least the same line drawn over their similarities (a shared word lifts the best
+relevance, and the relevance line with it, above an answer said in other words). The best candidate, and the best
+by meaning, always clear those lines, so a subject that holds something never answers empty: short everyday
+questions often have a low absolute cosine with MiniLM even against their answer ("what does she do for a living"
+against "Works night shifts at the children's hospital"), which an absolute floor dropped.
 A question about something never said gets at most a few weak matches, marked ``"match": "weak"`` in the packet.
 
 Authority follows the precedence order (system_of_record 1.0 ... summary 0.0); a served candidate weighs
@@ -66,6 +68,7 @@ MIN_SIMILARITY = 0.25
 _TUNING = settings.ENGRAM_RECALL
 LEXICAL_KNEE = float(_TUNING["lexical_knee"])
 LINE_FRACTION = float(_TUNING["line_fraction"])
+SIMILARITY_LINE = bool(_TUNING["similarity_line"])
 STRONG_SIMILARITY = float(_TUNING["strong_similarity"])
 STRONG_LEXICAL = float(_TUNING["strong_lexical"])
 NAME_BONUS = float(_TUNING["name_bonus"])
@@ -154,17 +157,27 @@ def is_strong(item: Ranked) -> bool:
     return lexical_share(item) >= STRONG_LEXICAL and words_agree(item)
 
 
+def _line(values: Sequence[float]) -> float:
+    """What stands out from these candidates: ``LINE_FRACTION`` of the way from their median to their best."""
+    best, background = max(values), statistics.median(values)
+    return background + LINE_FRACTION * (best - background)
+
+
 def classify(items: Sequence[Ranked]) -> None:
     """Set each scored item's ``match``: strong, weak, or None (below the line of what this subject holds)."""
     if not items:
         return
-    relevances = [i.relevance for i in items]
-    best, background = max(relevances), statistics.median(relevances)
-    line = background + LINE_FRACTION * (best - background)
+    line = _line([i.relevance for i in items])
+    # The same line over the similarities alone: a record that shares a question word ("living" in "What does she
+    # do for a living?" and "Reads in the living room") lifts the best relevance, and with it the relevance line,
+    # above the record that answers in other words; its meaning still stands out among the meanings.
+    similarities = [i.similarity for i in items if i.similarity is not None]
+    meaning_line = _line(similarities) if SIMILARITY_LINE and similarities else None
     for item in items:
         if is_strong(item):
             item.match = STRONG
-        elif lexical_share(item) > 0.0 or item.relevance >= line:
+        elif (lexical_share(item) > 0.0 or item.relevance >= line
+              or (meaning_line is not None and item.similarity is not None and item.similarity >= meaning_line)):
             item.match = WEAK
         else:
             item.match = None

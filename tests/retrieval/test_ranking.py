@@ -4,6 +4,7 @@ near-ties; a strong paraphrase is never beaten by a record that shares only a co
 from __future__ import annotations
 
 import datetime as dt
+import statistics
 
 import pytest
 
@@ -67,6 +68,20 @@ def test_the_line_is_relative_to_what_the_subject_holds_and_the_best_always_clea
 
     assert [i.match for i in low] == ["weak", "weak", None, None, None]
     assert below_threshold(low[2]) and not below_threshold(low[0])
+
+
+def test_a_meaning_that_stands_out_is_served_when_a_shared_word_lifts_the_best_relevance():
+    # One record shares a question word (a weak match: its meaning is not close); the answer shares none.
+    shared_word = ranked(lexical=1, semantic=2, similarity=0.25, share=0.9)
+    answer = ranked(semantic=1, similarity=0.35)
+    rest = [ranked(semantic=n, similarity=0.1) for n in range(3, 8)]
+    items = [shared_word, answer, *rest]
+    classify(items)
+
+    relevances = [i.relevance for i in items]
+    median = statistics.median(relevances)
+    assert answer.relevance < median + 0.5 * (max(relevances) - median)  # below the line drawn over relevance
+    assert [i.match for i in items] == ["weak", "weak", None, None, None, None, None]
 
 
 def test_a_record_sharing_a_question_word_is_served_however_low_its_similarity():

@@ -29,6 +29,18 @@ def test_the_best_match_comes_back_marked_weak_when_it_shares_no_word_with_the_q
     assert body["dropped"]["below_threshold"] >= 1
 
 
+def test_a_shared_word_does_not_push_the_answer_said_in_other_words_below_the_line(agent, remember):
+    ids = {text: remember(agent, text) for text in [*PROFILE, "Reads novels in the living room on rainy evenings"]}
+
+    # "living" lifts the living-room record's relevance, and the line drawn over relevance with it; the hospital
+    # record's meaning still stands out among the subject's meanings.
+    packets = retrieve(agent, "What does she do for a living?")["packets"]
+
+    served = [p["memory_id"] for p in packets]
+    assert ids["Works night shifts at the children's hospital"] in served[:3], packets
+    assert len(packets) < len(PROFILE) + 1  # the rest of the subject stays below the line
+
+
 def test_a_common_shared_word_never_outranks_a_clearly_stronger_semantic_match(agent, remember):
     jogging = remember(agent, "Goes jogging along the canal every morning")
     gym = remember(agent, "Likes hotels with a gym")  # shares "like" with the question
