@@ -301,8 +301,9 @@ def two_fold(runs: list[dict[str, Any]], sample_ids: list[str]) -> dict[str, Any
     half = len(sample_ids) // 2
     folds = {"A": set(sample_ids[:half]), "B": set(sample_ids[half:])}
     choosable = [run for run in runs if admissible(run)] or runs
+    names = {run["name"] for run in choosable}
     out: dict[str, Any] = {"halves": {k: sorted(v) for k, v in folds.items()}, "directions": [],
-                           "not_admissible": [run["name"] for run in runs if not any(run is c for c in choosable)]}
+                           "not_admissible": [run["name"] for run in runs if run["name"] not in names]}
     for tune, test in (("A", "B"), ("B", "A")):
         scored = [(summarise([r for r in run["rows"] if r["sample_id"] in folds[tune]], "engram"), run)
                   for run in choosable]
