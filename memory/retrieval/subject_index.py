@@ -56,11 +56,16 @@ logger = logging.getLogger(__name__)
 
 # The statistics are recomputed when the subject's row count has moved by more than this share since they were.
 STATISTICS_DRIFT = 0.01
-# Maintenance waits while more than this share of a subject's live records still wait for their embedding (an import
-# being embedded): an HNSW index built then takes every later embedding as an insert, which measured many times
-# slower than building it once over the embedded rows, and the statistics would be recomputed after every batch of
-# the import. The embedding task that leaves the subject below this share queues the maintenance.
+# Maintenance waits while a subject's import is still being embedded: while more than SETTLING_ROWS of its live
+# records, or more than SETTLING_SHARE of them, still wait for their embedding. An HNSW index built then takes every
+# later embedding as an insert, which measured many times slower than building it once over the embedded rows, and
+# the statistics would be recomputed after every batch of the import. The share alone let a large import build too
+# soon: 5% of 100,000 turns is eight 500-record tasks, and the one bulk worker, which takes queued tasks in no fixed
+# order, ran the build first (40 s in which no vector was written, then those turns at a third of the speed;
+# docs/benchmarks.md). SETTLING_ROWS is slack for a subject written to all the time. The embedding task that leaves
+# the subject within both bounds queues the maintenance; the schedule finds it otherwise.
 SETTLING_SHARE = 0.05
+SETTLING_ROWS = 20
 
 
 @dataclass(frozen=True)
@@ -434,8 +439,8 @@ def pending_maintenance() -> int:
 
 
 def settling(subject_id: int, rows: int) -> bool:
-    """Whether the subject is still being embedded (see SETTLING_SHARE); read from the index of unembedded rows."""
-    return pending_records().filter(subject_id=subject_id).count() > SETTLING_SHARE * rows
+    """Whether the subject is still being embedded (see SETTLING_ROWS); read from the index of unembedded rows."""
+    return pending_records().filter(subject_id=subject_id).count() > min(SETTLING_SHARE * rows, SETTLING_ROWS)
 
 
 def needs_maintenance(subject_id: int, *, wait_for_embeddings: bool = True) -> bool:

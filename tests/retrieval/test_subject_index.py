@@ -23,11 +23,12 @@ from memory.embedder import get_embedder
 from memory.identity.services import subject_get_or_create
 from memory.models import MemoryRecord
 from memory.records.services import RecordInput, memory_write_batch
+from memory.records.tasks import embed_records
 from memory.retrieval import candidates as legs
 from memory.retrieval import subject_index
 from memory.retrieval.context import refresh_context
 from memory.retrieval.embedding import embed_record_ids, write_embeddings
-from memory.retrieval.models import SubjectIndex, TermBucket
+from memory.retrieval.models import PendingMaintenance, SubjectIndex, TermBucket
 from memory.scope import Scope
 from tests.deletion.helpers import run_job, tables_containing
 
@@ -384,6 +385,24 @@ def test_the_worker_waits_until_an_import_is_embedded_before_it_indexes_the_subj
     assert subject_index.sweep(wait_for_embeddings=False) == [scope.subject_id]  # what index_subjects runs
 
     embed_record_ids(list(MemoryRecord.objects.filter(subject_id=scope.subject_id).values_list("pk", flat=True)))
+    assert subject_index.sweep() == [scope.subject_id]
+
+
+def test_a_large_import_is_indexed_after_its_last_batch_is_embedded_not_once_most_of_it_is(settings, tenant):
+    """5% of a 100,000-turn import is eight of its tasks: indexes built then took those records as slow inserts."""
+    settings.ENGRAM_SUBJECT_INDEX_THRESHOLD = 30
+    scope = _scope(tenant, "usr_large_import")
+    waiting = subject_index.SETTLING_ROWS + 1
+    count = 21 * waiting  # the waiting rows are under 5% of the subject
+    _write_facts(scope, count, "Imported", "l")
+    ids = list(MemoryRecord.objects.filter(subject_id=scope.subject_id).order_by("pk").values_list("pk", flat=True))
+
+    embed_records(ids[:count - waiting])  # the worker's task for all but the last rows
+    assert not PendingMaintenance.objects.filter(subject_id=scope.subject_id).exists()
+    assert subject_index.sweep() == []
+
+    embed_records(ids[count - waiting:count - waiting + 1])
+    assert PendingMaintenance.objects.filter(subject_id=scope.subject_id).exists()  # health counts it as pending
     assert subject_index.sweep() == [scope.subject_id]
 
 
