@@ -81,10 +81,11 @@ def parse() -> argparse.Namespace:
 # the shipped defaults). Small on purpose: every configuration costs one pass over the 1,536 questions.
 GRID: list[dict[str, Any]] = [
     {"name": "shipped", "env": {}},
-    {"name": "BM25 b 0.75", "env": {"ENGRAM_RECALL_BM25_B": "0.75"}},
+    {"name": "no centroid", "env": {"ENGRAM_RECALL_GENERIC": "0"}},
+    {"name": "centroid 0.15", "env": {"ENGRAM_RECALL_GENERIC": "0.15"}},
+    {"name": "centroid 0.45", "env": {"ENGRAM_RECALL_GENERIC": "0.45"}},
     {"name": "BM25 k1 1.0", "env": {"ENGRAM_RECALL_BM25_K1": "1.0"}},
     {"name": "no knee in small memories", "env": {"ENGRAM_RECALL_LEXICAL_KNEE": "0"}},
-    {"name": "line 0.25", "env": {"ENGRAM_RECALL_LINE_FRACTION": "0.25"}},
 ]
 
 
@@ -213,6 +214,11 @@ def main() -> None:  # noqa: C901 - a linear script, step by step
     if not ingest and args.reindex:
         console.print("re-deriving the retrieval index (manage.py reembed)")
         call_command("reembed")
+    if not ingest:  # a load made before subjects had centroids gets them, as the worker's schedule would give them
+        from memory.retrieval import centroid
+
+        for subject_id in centroid.missing():
+            centroid.refresh(subject_id)
     keys: dict[str, dict[str, str]] = {}
     for c in conversations:
         tenant = Tenant.objects.filter(slug=slug(c["sample_id"])).first() or tenant_create(slug=slug(c["sample_id"]))

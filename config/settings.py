@@ -347,6 +347,9 @@ ENGRAM_RECALL = {
     # A record that contains a name the question contains gets this much relevance more (memory/retrieval/names.py);
     # 0: off.
     "name_bonus": env_float("ENGRAM_RECALL_NAME_BONUS", 0.1),
+    # How much of a record's closeness to what the whole subject says is taken off its similarity
+    # (memory/retrieval/centroid.py); 0: off.
+    "generic": env_float("ENGRAM_RECALL_GENERIC", 0.3),
 }
 # Tombstones outlive the longest retry and consolidation window, then expire.
 ENGRAM_TOMBSTONE_DAYS = env_int("ENGRAM_TOMBSTONE_DAYS", 30)

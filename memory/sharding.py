@@ -32,7 +32,7 @@ DISTRIBUTED: tuple[str, ...] = (
     "memory_conflict", "memory_conflict_records", "memory_tombstone", "memory_auditentry",
     # derived read surfaces
     "retrieval_recordcontext", "retrieval_retrievallog", "retrieval_subjectindex", "retrieval_termbucket",
-    "retrieval_termcount", "retrieval_pendingcontext", "retrieval_pendingmaintenance",
+    "retrieval_termcount", "retrieval_pendingcontext", "retrieval_pendingmaintenance", "retrieval_subjectcentroid",
     # conversations and workflows
     "threads_thread", "threads_threadevent", "threads_summary", "threads_checkpoint", "threads_toolcall",
     # deletion

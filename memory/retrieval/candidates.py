@@ -74,6 +74,8 @@ W_SEMANTIC = 1.0 - W_LEXICAL
 # below: a word shared with a record whose meaning is unrelated is most likely a coincidence ("like").
 # A record whose embedding is still pending has no similarity yet: its lexical evidence counts fully.
 GATE_SIMILARITY = float(_TUNING["gate_similarity"])
+# How much of a record's closeness to its subject's centroid is taken off its similarity (centroid.py).
+GENERIC = float(_TUNING["generic"])
 # A query word that no record contains is as informative as the rarest word, but in a handful of records
 # BM25 would give it an IDF barely above a word found in half of them; in the ceiling it counts as in a
 # corpus of at least this many records, so "the query asks about things memory never mentions" stays true.
@@ -121,13 +123,35 @@ def eligible(scope: Scope, filters: Filters) -> QuerySet[MemoryRecord]:
     return _filtered(MemoryRecord.objects.for_scope(scope).live().filter(servable), filters)
 
 
+def _record_similarity(vector: str) -> str:
+    """A record's similarity to the query in SQL: its cosine, less ``generic`` times how close it lies to the mean of
+    the subject's *other* records (centroid.py), plus the subject's average of that closeness. With ``x`` its cosine
+    with the centroid's direction and ``L`` the length of the sum of the subject's vectors, the other records' sum is
+    ``L u - d``, and its cosine with ``d`` is ``(x L - 1) / sqrt(L² - 2 x L + 1)``: without its own share a record of a
+    handful is not "close to everything" merely by being one of them."""
+    x = f"(-({vector} <#> q.dir))"
+    others = f"((({x} * q.total - 1) / sqrt(greatest(q.total * q.total - 2 * {x} * q.total + 1, 1e-9))))"
+    return f"((1 - ({vector} <=> q.raw)) - q.generic * coalesce({others}, 0) + q.record_shift)"
+
+
 _SEARCH_SQL = """
 WITH q AS MATERIALIZED (
-    SELECT %(vector)s::vector AS v, t.terms, ARRAY(SELECT quote_literal(x)::tsquery FROM unnest(t.terms) x) AS tsqs,
+    SELECT %(vector)s::vector AS raw, g.v, vector_norm(g.v) AS scale, g.dir, g.total, %(generic)s::float AS generic,
+           g.record_shift, g.window_shift,
+           t.terms, ARRAY(SELECT quote_literal(x)::tsquery FROM unnest(t.terms) x) AS tsqs,
            CASE WHEN cardinality(t.terms) > 0 THEN array_to_string(
                ARRAY(SELECT quote_literal(x) FROM unnest(t.terms) x), ' | ')::tsquery END AS tsq{ef_search}
     FROM (SELECT coalesce(ARRAY(SELECT DISTINCT lexeme FROM unnest(to_tsvector(%(config)s::regconfig, %(query)s))),
-                          '{{}}'::text[]) AS terms) t
+                          '{{}}'::text[]) AS terms) t,
+         -- The subject's centroid (centroid.py) and the query shifted away from it, which orders windows (and the
+         -- indexes' candidates) as their similarities do; with no centroid, the query itself (scale 1, offsets 0).
+         -- Every similarity below is 1 - distance.
+         (SELECT CASE WHEN c.direction IS NULL THEN %(vector)s::vector
+                      ELSE %(vector)s::vector - c.direction * array_fill(%(generic)s::real, ARRAY[384])::vector
+                 END AS v, c.direction AS dir, c.total,
+                 %(generic)s * coalesce(c.record_similarity, 0) AS record_shift,
+                 %(generic)s * coalesce(c.window_similarity, 0) AS window_shift
+          FROM (SELECT 1) one LEFT JOIN retrieval_subjectcentroid c ON c.subject_id = {subject}) g
 ),
 -- Whether the subject has its own indexes and term statistics, ready (SubjectIndex; memory/retrieval/subject_index.py).
 ix AS MATERIALIZED (
@@ -138,7 +162,7 @@ eligible ({e_columns}) AS NOT MATERIALIZED ({e_sql}),{indexed_ctes}
 e AS MATERIALIZED (
     -- Distance, length and whether any query word occurs are computed while the scoped rows are read:
     -- the vectors never leave the scan, and only matching rows keep their text vector.
-    SELECT {e_kept}, (eligible.embedding <=> q.v) + 0 AS own_distance,
+    SELECT {e_kept}, 1 - @RECORD_SIMILARITY(eligible.embedding) + 0 AS own_distance,
            length(eligible.search_vector) AS own_len,
            CASE WHEN eligible.search_vector @@ q.tsq THEN eligible.search_vector END AS own_match
     FROM eligible, q
@@ -228,17 +252,20 @@ SELECT
      FROM picked f JOIN eligible el ON el.id = f.id),
     (SELECT coalesce(json_agg(to_jsonb(m) ORDER BY m.near NULLS LAST, m.id), '[]') FROM (
         SELECT x.id, x.namespace, x.kind, x.text, x.status, x.confidence, x.is_expired,
-               x.max_retention_s, x.default_ttl_s, (x.embedding <=> q.v) AS near
+               x.max_retention_s, x.default_ttl_s, 1 - @RECORD_SIMILARITY(x.embedding) AS near
         FROM x, q
-        WHERE {x_where} AND ((x.embedding IS NOT NULL AND (x.embedding <=> q.v) < %(max_distance)s)
+        WHERE {x_where} AND ((x.embedding IS NOT NULL
+                              AND 1 - @RECORD_SIMILARITY(x.embedding) < %(max_distance)s)
                              OR x.search_vector @@ q.tsq)
-        ORDER BY (x.embedding <=> q.v) NULLS LAST, x.id LIMIT %(pool)s) m),
+        ORDER BY near NULLS LAST, x.id LIMIT %(pool)s) m),
     ({pending}),
     {answered},
     -- the subject's size when its statistics were last computed (NULL without its own indexes): how many vector
     -- candidates the next retrieve asks its indexes for
     (SELECT si.rows FROM retrieval_subjectindex si WHERE si.subject_id = {subject})
 """
+for _vector in ("eligible.embedding", "x.embedding"):
+    _SEARCH_SQL = _SEARCH_SQL.replace(f"@RECORD_SIMILARITY({_vector})", _record_similarity(_vector))
 
 # The two variants of the statement's parts (memory/db/statements.RetrievalStatement composes them in). Scan:
 # every scoped row, with BM25's statistics counted over them, unless the subject has its own indexes (then it
@@ -256,7 +283,8 @@ _SCAN = {
     # by id instead cost a sixth of the statement at 4,000 records (its aggregate of text vectors spilled to disk).
     "windows": """
 w AS MATERIALIZED (
-    SELECT rc.record_id AS id, length(rc.terms) AS len, (rc.embedding <=> q.v) + 0 AS distance,
+    SELECT rc.record_id AS id, length(rc.terms) AS len, 1 - q.scale * (1 - (rc.embedding <=> q.v)) - q.window_shift + 0
+           AS distance,
            CASE WHEN rc.terms @@ q.tsq THEN rc.terms END AS around_match
     FROM retrieval_recordcontext rc, q
     WHERE rc.subject_id = %(subject)s AND NOT (SELECT ready FROM ix)
@@ -338,7 +366,8 @@ found AS MATERIALIZED (
     # The candidates' windows only, by primary key: a few hundred.
     "windows": """
 r AS MATERIALIZED (
-    SELECT e.id, e.own_distance, e.own_len, e.own_match, (rc.embedding <=> q.v) + 0 AS ctx_distance,
+    SELECT e.id, e.own_distance, e.own_len, e.own_match,
+           1 - q.scale * (1 - (rc.embedding <=> q.v)) - q.window_shift + 0 AS ctx_distance,
            length(rc.terms) AS ctx_len, CASE WHEN rc.terms @@ q.tsq THEN rc.terms END AS around_match
     FROM e CROSS JOIN q LEFT JOIN retrieval_recordcontext rc ON rc.record_id = e.id
 ),""",
@@ -429,7 +458,7 @@ def search(scope: Scope, filters: Filters, query: str, vector: list[float], *, p
               "query": query, "context_weight": CONTEXT_TERM_WEIGHT, "unseen": UNSEEN_TERM_MIN_CORPUS, "k1": K1,
               "b": B, "own_weight": OWN_WEIGHT, "w_lexical": W_LEXICAL, "gate": GATE_SIMILARITY,
               "w_semantic": W_SEMANTIC, "pool": pool, "limit": limit, "max_distance": max_distance, "exact": exact,
-              "postings": LEXICAL_POSTINGS_PER_POOL * pool}
+              "postings": LEXICAL_POSTINGS_PER_POOL * pool, "generic": GENERIC}
     # Task filters other than namespaces are not in the term statistics' buckets: such a retrieve is scored exactly.
     indexable = not exact and vector and not (filters.kinds or filters.types or filters.fields or filters.source_types)
     narrowed = scope.namespaces is not None or filters.namespaces is not None

@@ -24,6 +24,7 @@ from django.db import connection, transaction
 
 from memory.embedder import get_embedder
 from memory.embedder_onnx import MAX_SEQ_LENGTH
+from memory.retrieval.centroid import refresh_stale
 from memory.retrieval.embedding import embed_record_ids
 from memory.retrieval.models import PendingContext, RecordContext
 from memory.search import TEXT_SEARCH_CONFIG, vector_literal
@@ -150,7 +151,8 @@ def refresh_context(record_ids: Iterable[str]) -> int:
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SELECT DISTINCT subject_id FROM memory_memoryrecord WHERE id = ANY(%s) ORDER BY subject_id",
                        [ids])
-        for (subject_id,) in cursor.fetchall():
+        subjects = [row[0] for row in cursor.fetchall()]
+        for subject_id in subjects:
             cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"record-context:{subject_id}"])
         cursor.execute(_WINDOWS_SQL, {"ids": ids})
         rows = cursor.fetchall()
@@ -187,7 +189,9 @@ def refresh_context(record_ids: Iterable[str]) -> int:
                 embeddings, weights, [c[6] for c in changed],
             ])
             written = int(cursor.rowcount)
-        # Derived in this transaction: no longer pending (health's derived_pending).
+        # Derived in this transaction: no longer pending (health's derived_pending), with the centroids the new
+        # windows move.
+        refresh_stale(subjects)
         PendingContext.objects.filter(record_id__in=ids).delete()
         return written
 

@@ -1,6 +1,6 @@
 """Deletion reaches the retrieval area: logs may quote the caller's query and provider entries' text, context windows
-(RecordContext) hold the lexemes and the embedding of the deleted records' words, and a large subject's term
-statistics (TermCount) count its words."""
+(RecordContext) hold the lexemes and the embedding of the deleted records' words, a large subject's term
+statistics (TermCount) count its words, and a subject's centroid (SubjectCentroid) averages its records' vectors."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from django.db import connection, transaction
 from django.db.models import Q
 
 from memory.deletion.registry import DeletionTarget, on_plan, purge_surface, read_check
+from memory.retrieval.centroid import refresh as refresh_centroid
 from memory.retrieval.context import lexemes_around, refresh_context
-from memory.retrieval.models import RecordContext, RetrievalLog, SubjectIndex, TermBucket
+from memory.retrieval.models import RecordContext, RetrievalLog, SubjectCentroid, SubjectIndex, TermBucket
 from memory.retrieval.subject_index import (
     delete_statistics,
     queue_maintenance,
@@ -174,3 +175,29 @@ WHERE b.subject_id = %(subject)s
       WHERE r.subject_id = %(subject)s AND r.status = 'active'
         AND (r.search_vector @@ quote_literal(tc.lexeme)::tsquery OR rc.terms @@ quote_literal(tc.lexeme)::tsquery))
 """
+
+
+@purge_surface("subject_centroid", order=88)
+def purge_subject_centroid(target: DeletionTarget) -> int:
+    """A subject's centroid is the mean of its live records' vectors (of one record, that record's vector): computed
+    again from what is left once the records (85) and their windows (86) are gone; an erasure deletes it."""
+    centroids = SubjectCentroid.objects.filter(subject_id=target.subject_id)
+    if target.whole_subject:
+        return centroids.delete()[0]
+    if not centroids.exists():
+        return 0
+    refresh_centroid(target.subject_id)
+    return 1
+
+
+@read_check("subject_centroid")
+def check_subject_centroid(target: DeletionTarget) -> list[str]:
+    """An erased subject's centroid left, or a centroid computed before the deletion (so with its records)."""
+    centroid = SubjectCentroid.objects.filter(subject_id=target.subject_id).first()
+    if centroid is None:
+        return []
+    if target.whole_subject:
+        return ["the erased subject's centroid"]
+    if target.requested_at is not None and centroid.updated_at < target.requested_at:
+        return ["the subject's centroid, computed before the deletion"]
+    return []

@@ -11,12 +11,14 @@ import datetime as dt
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from django.db import transaction
 from django.db.models import QuerySet
 
 from memory.content import unseal_parts
 from memory.db.vectors import execute_with_vectors
 from memory.embedder import get_embedder
 from memory.models import MemoryRecord
+from memory.retrieval.centroid import refresh_stale
 
 # One import call's task (500 records) is one read, one run of the model and one UPDATE: fewer round trips
 # between the model's batches, and sorting 500 texts by length pads less than two halves do.
@@ -62,11 +64,15 @@ def embed_record_ids(record_ids: list[str], *, batch_size: int = BATCH_SIZE, onl
         if only_missing:
             qs = qs.filter(embedding__isnull=True)
         # Plain tuples: the text is all the model needs, and 500 model instances cost more than the read.
-        rows = list(qs.values_list("pk", "fact", "text"))
-        texts = [unseal_parts(fact, text)[1] for _, fact, text in rows]
+        rows = list(qs.values_list("pk", "fact", "text", "subject_id"))
+        texts = [unseal_parts(fact, text)[1] for _, fact, text, _ in rows]
         vectors = embedder.embed(texts, batch_size=64)
-        done += write_embeddings([(row[0], v) for row, v in zip(rows, vectors, strict=True)],
-                                 only_missing=only_missing)
+        # The subjects' centroids follow their vectors in the same transaction: nothing reads the vectors as
+        # derived (health) while the centroid that shapes their similarities is behind.
+        with transaction.atomic():
+            done += write_embeddings([(row[0], v) for row, v in zip(rows, vectors, strict=True)],
+                                     only_missing=only_missing)
+            refresh_stale({row[3] for row in rows})
         if progress:
             progress(len(chunk))
     return done

@@ -183,3 +183,34 @@ class TermCount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.lexeme}: {self.records}"
+
+
+class SubjectCentroid(models.Model):
+    """Derived, never the source of truth: the direction a subject's record vectors share, and how close to it its
+    records and its context windows lie on average.
+
+    The turns of one person's conversations all sit near one direction (in LoCoMo the mean cosine of a turn with its
+    subject's mean direction is 0.64): that of small talk between these two people. How close a record lies to it
+    says how much of its similarity to any question is that shared part rather than what the question asks.
+    Retrieval takes ``ENGRAM_RECALL_GENERIC`` of that closeness off each similarity, less the subject's average, so
+    the scale the fusion's lines were set on stays (memory/retrieval/centroid.py). Written by the worker with the
+    vectors it derives, in the same transaction; recomputed by deletion.
+    """
+
+    subject = models.OneToOneField("memory.Subject", on_delete=models.CASCADE, primary_key=True, related_name="+",
+                                   db_constraint=False)
+    tenant = models.ForeignKey("memory.Tenant", on_delete=models.CASCADE, related_name="+")
+    # The mean of the live records' vectors, normalised, and the length of their sum.
+    direction = VectorField(dimensions=384)
+    total = models.FloatField()
+    # The mean cosine of each live record's vector with the sum of the others', and of each window's with
+    # ``direction``.
+    record_similarity = models.FloatField()
+    window_similarity = models.FloatField(default=0.0)
+    # How many of each it was computed from: the difference to the current counts says how far it may have drifted.
+    records = models.IntegerField()
+    windows = models.IntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"centroid of subject {self.subject_id}"

@@ -101,7 +101,8 @@ def test_both_legs_read_one_cte_that_carries_every_scope_and_validity_predicate_
     rest = sql.split("),\ne AS MATERIALIZED", 1)[1].split("\nx (", 1)[0]
     assert "memory_memoryrecord" not in rest
     assert "eligible.search_vector @@ q.tsq" in rest and "FROM r, q, unnest" in rest  # the lexical leg
-    assert "(eligible.embedding <=> q.v) + 0 AS own_distance" in rest and "FROM eligible, q" in rest  # vector leg
+    assert "(eligible.embedding <=> q.raw)" in rest and "AS own_distance" in rest  # the vector leg
+    assert "FROM eligible, q" in rest
     assert "FROM e LEFT JOIN w ON w.id = e.id" in rest  # each row of e with its window, if it has one
     assert "own_distance, ctx_distance FROM r" in rest  # fused from those rows alone
 

@@ -3,8 +3,9 @@
 Idempotent: by default only records without an embedding are embedded (what a crashed worker or
 an import left behind), the text vectors are recomputed from the record, every episodic record's
 context window is recomputed and written only where it changed, and large subjects' term statistics
-are recomputed from the result, so a second run changes nothing.
-``--all`` recomputes every embedding and every window (e.g. after changing the model); rows are
+are recomputed from the result, as are the centroids of subjects that have none (centroid.py), so a second run
+changes nothing.
+``--all`` recomputes every embedding, every window and every centroid (e.g. after changing the model); rows are
 overwritten in place, so retrieval never sees a gap.
 """
 
@@ -17,6 +18,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from memory.management import progress_bar, tenant_by_slug
 from memory.models import MemoryRecord
 from memory.records.indexing import refresh_search_vectors
+from memory.retrieval.centroid import missing, refresh
 from memory.retrieval.context import refresh_context
 from memory.retrieval.embedding import BATCH_SIZE, embed_record_ids, pending_ids
 from memory.retrieval.models import RecordContext, SubjectIndex
@@ -68,6 +70,13 @@ class Command(BaseCommand):
             indexed = SubjectIndex.objects.all() if tenant_id is None else SubjectIndex.objects.filter(
                 tenant_id=tenant_id)
             refreshed = sum(refresh_statistics(s) for s in indexed.values_list("subject_id", flat=True))
+            # Centroids follow their subjects' counts, which new vectors for the same records leave as they were.
+            subjects = sorted(set(records.values_list("subject_id", flat=True))) if options["all"] else missing()
+            task = progress.add_task("centroids", total=len(subjects))
+            for subject_id in subjects:
+                refresh(subject_id)
+                progress.advance(task)
         self.stdout.write(f"text vectors: {len(all_ids)}, embeddings written: {embedded}, "
                           f"context windows written: {windows}, term statistics refreshed: {refreshed}, "
+                          f"centroids: {len(subjects)}, "
                           f"still pending: {len(pending_ids(tenant_id=tenant_id))}")

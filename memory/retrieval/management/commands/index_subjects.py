@@ -1,4 +1,5 @@
-"""Build, refresh or drop large subjects' own search indexes and term statistics now.
+"""Build, refresh or drop large subjects' own search indexes and term statistics now, and compute the centroids
+subjects lack (memory/retrieval/centroid.py).
 
 See memory/retrieval/subject_index.py.
 The worker does this by itself after writes and every ten minutes; this command does it at once, in the
@@ -15,6 +16,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from memory.retrieval import centroid
 from memory.retrieval.subject_index import maintain, subject_rows, sweep, threshold
 
 
@@ -32,3 +34,7 @@ class Command(BaseCommand):
             outcome = maintain(subject_id)
             self.stdout.write(f"subject {subject_id} ({subject_rows(subject_id):,} records): {outcome} "
                               f"in {time.perf_counter() - started:.1f} s")
+        centroids = centroid.missing()
+        for subject_id in centroids:
+            centroid.refresh(subject_id)
+        self.stdout.write(f"{len(centroids)} subject centroid(s) computed")

@@ -1,0 +1,120 @@
+"""A subject's centroid (retrieval.SubjectCentroid): what all of its records say, as one direction.
+
+Why. MiniLM places every turn of one person's conversations near one direction, that of small talk between these
+two people, and a turn close to it is close to every question about them: in a subject of 600 turns, "Thanks, that
+means a lot!" is about as similar to "What are her hobbies?" as the turn about pottery. Taking part of each record's
+closeness to the subject's own direction off its similarity lets what the question asks decide instead (measured in
+docs/retrieval.md, "Generic records").
+
+How. With q the query vector, d a record's (or its window's) vector, u the direction (unit) and c the subject's mean
+cosine with u, a record's similarity is ``cos(q, d) - g * (cos(d, u) - c)``, g being ``ENGRAM_RECALL_GENERIC``. For
+unit d that is ``d · (q - g u) + g c``: the cosine with one shifted query vector, scaled, plus a constant. So the
+statement asks with ``q - g u`` (the subject's HNSW indexes answer that as they answer q) and rescales; subtracting
+the average ``c`` keeps the similarities on the scale the fusion's gate and lines were set on.
+
+When. The worker refreshes a subject's centroid with the vectors it writes, in their transaction (so health's
+``derived_pending`` reads 0 only once it is current), whenever its counts of live embedded records or windows moved:
+always below 100 of them, else by more than a tenth (a larger subject's direction hardly moves with a few more
+records, and recomputing reads all of its vectors). Deletion recomputes it (deletion_surfaces.py). A subject without
+one is scored with plain cosines.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+import numpy as np
+from django.db import connection
+
+from memory.retrieval.models import SubjectCentroid
+from memory.search import vector_literal
+
+# Counts below which any change refreshes the centroid, and the share of drift tolerated above them.
+EXACT_BELOW = 100
+DRIFT = 0.1
+
+_COUNTS_SQL = """
+SELECT (SELECT count(*) FROM memory_memoryrecord
+        WHERE subject_id = %(subject)s AND status = 'active' AND embedding IS NOT NULL),
+       (SELECT count(*) FROM retrieval_recordcontext WHERE subject_id = %(subject)s AND embedding IS NOT NULL)
+"""
+
+_MEAN_SQL = """
+SELECT avg(embedding)::text, count(*) FROM memory_memoryrecord
+WHERE subject_id = %(subject)s AND status = 'active' AND embedding IS NOT NULL
+"""
+
+# A record's closeness to the others is its cosine with their sum (see candidates._record_similarity).
+_CLOSENESS_SQL = """
+SELECT (SELECT avg(((1 - (embedding <=> %(direction)s::vector)) * %(total)s - 1)
+                   / sqrt(greatest(%(total)s * %(total)s - 2 * (1 - (embedding <=> %(direction)s::vector)) * %(total)s
+                                   + 1, 1e-9)))
+        FROM memory_memoryrecord WHERE subject_id = %(subject)s AND status = 'active' AND embedding IS NOT NULL),
+       (SELECT avg(1 - (embedding <=> %(direction)s::vector)) FROM retrieval_recordcontext
+        WHERE subject_id = %(subject)s AND embedding IS NOT NULL),
+       (SELECT count(*) FROM retrieval_recordcontext WHERE subject_id = %(subject)s AND embedding IS NOT NULL),
+       (SELECT tenant_id FROM memory_subject WHERE id = %(subject)s)
+"""
+
+
+def refresh(subject_id: int) -> bool:
+    """Compute the subject's centroid from its live records and windows now; False (and none kept) when it has no
+    live embedded record."""
+    with connection.cursor() as cursor:
+        cursor.execute(_MEAN_SQL, {"subject": subject_id})
+        mean_text, records = cursor.fetchone()
+        mean = np.asarray(json.loads(mean_text), dtype=np.float64) if mean_text else None
+        length = float(np.linalg.norm(mean)) if mean is not None else 0.0
+        if mean is None or length == 0.0:
+            SubjectCentroid.objects.filter(subject_id=subject_id).delete()
+            return False
+        direction = (mean / length).astype(np.float32)
+        total = length * int(records)  # the length of the records' sum
+        cursor.execute(_CLOSENESS_SQL, {"subject": subject_id, "direction": vector_literal(direction.tolist()),
+                                        "total": total})
+        record_similarity, window_similarity, windows, tenant_id = cursor.fetchone()
+    SubjectCentroid.objects.update_or_create(subject_id=subject_id, defaults={
+        "tenant_id": tenant_id, "direction": direction, "total": total, "record_similarity": float(record_similarity),
+        "window_similarity": float(window_similarity or 0.0), "records": int(records), "windows": int(windows)})
+    return True
+
+
+def _moved(now: int, then: int) -> bool:
+    return now != then and (then < EXACT_BELOW or abs(now - then) > DRIFT * then)
+
+
+def refresh_stale(subject_ids: Iterable[int]) -> list[int]:
+    """Refresh the centroids of those subjects whose counts moved (see the module docstring); returns them."""
+    refreshed = []
+    stored = {c.subject_id: c for c in SubjectCentroid.objects.filter(subject_id__in=list(subject_ids))}
+    for subject_id in sorted(set(subject_ids)):
+        with connection.cursor() as cursor:
+            cursor.execute(_COUNTS_SQL, {"subject": subject_id})
+            records, windows = cursor.fetchone()
+        old = stored.get(subject_id)
+        stale = (records > 0 if old is None
+                 else _moved(records, old.records) or _moved(windows, old.windows))
+        if stale:
+            refresh(subject_id)
+            refreshed.append(subject_id)
+    return refreshed
+
+
+def subjects_of(record_ids: Iterable[str]) -> list[int]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT DISTINCT subject_id FROM memory_memoryrecord WHERE id = ANY(%s)", [list(record_ids)])
+        return sorted(row[0] for row in cursor.fetchall())
+
+
+def missing() -> list[int]:
+    """Subjects with live embedded records and no centroid (written before centroids existed, or by a path no
+    worker task followed): the periodic sweep's share of the work."""
+    with connection.cursor() as cursor:
+        cursor.execute("""
+            SELECT s.id FROM memory_subject s
+            WHERE NOT EXISTS (SELECT 1 FROM retrieval_subjectcentroid c WHERE c.subject_id = s.id)
+              AND EXISTS (SELECT 1 FROM memory_memoryrecord r
+                          WHERE r.subject_id = s.id AND r.status = 'active' AND r.embedding IS NOT NULL)
+            ORDER BY s.id""")
+        return [row[0] for row in cursor.fetchall()]
