@@ -63,7 +63,7 @@ from memory.policy.classes import check_class, class_for_namespace, pick_class
 from memory.policy.secrets import refuse_secrets
 from memory.queues import embedding_queue, enqueue
 from memory.records.indexing import record_search_vector_sql, schedule_context
-from memory.retrieval.centroid import refresh_stale
+from memory.retrieval.centroid import vectors_written
 from memory.scope import WRITE, Scope
 from memory.tombstones import event_hash, is_tombstoned, subject_hash
 
@@ -533,7 +533,7 @@ def _store(scope: Scope, fresh: list[_Pending], *, vectors: Future[list[list[flo
     _insert_records(records)
     if any(r.embedding is not None for r in records):
         # Vectors written with the rows: no worker task follows to move the subject's centroid with them.
-        refresh_stale([scope.subject_id])
+        vectors_written({scope.subject_id: sum(r.embedding is not None for r in records)})
     MemoryRecord.objects.bulk_update([h for pk, h in superseded_heads.items() if pk not in new_ids],
                                      ["status", "superseded_by", "status_reason"], batch_size=MAX_BATCH)
     _retire(scope, fresh, records)

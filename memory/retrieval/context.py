@@ -16,6 +16,7 @@ share with its neighbours (and gets no text vector either).
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -24,7 +25,7 @@ from django.db import connection, transaction
 
 from memory.embedder import get_embedder
 from memory.embedder_onnx import MAX_SEQ_LENGTH
-from memory.retrieval.centroid import refresh_stale
+from memory.retrieval.centroid import vectors_written
 from memory.retrieval.embedding import embed_record_ids
 from memory.retrieval.models import PendingContext, RecordContext
 from memory.search import TEXT_SEARCH_CONFIG, vector_literal
@@ -190,9 +191,9 @@ def refresh_context(record_ids: Iterable[str]) -> int:
             ])
             written = int(cursor.rowcount)
         # Derived in this transaction: no longer pending (health's derived_pending), with the centroids the new
-        # windows move.
-        refresh_stale(subjects)
+        # windows move (after the markers go: a subject with nothing left pending gets its exact centroid).
         PendingContext.objects.filter(record_id__in=ids).delete()
+        vectors_written({**dict.fromkeys(subjects, 0), **Counter(c[2] for c in changed)})
         return written
 
 

@@ -8,6 +8,7 @@ never embedded: a vector of sensitive text would leak it beside the ciphertext.
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -18,7 +19,7 @@ from memory.content import unseal_parts
 from memory.db.vectors import execute_with_vectors
 from memory.embedder import get_embedder
 from memory.models import MemoryRecord
-from memory.retrieval.centroid import refresh_stale
+from memory.retrieval.centroid import vectors_written
 
 # One import call's task (500 records) is one read, one run of the model and one UPDATE: fewer round trips
 # between the model's batches, and sorting 500 texts by length pads less than two halves do.
@@ -72,7 +73,7 @@ def embed_record_ids(record_ids: list[str], *, batch_size: int = BATCH_SIZE, onl
         with transaction.atomic():
             done += write_embeddings([(row[0], v) for row, v in zip(rows, vectors, strict=True)],
                                      only_missing=only_missing)
-            refresh_stale({row[3] for row in rows})
+            vectors_written(Counter(row[3] for row in rows))
         if progress:
             progress(len(chunk))
     return done

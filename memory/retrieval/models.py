@@ -210,6 +210,8 @@ class SubjectCentroid(models.Model):
     # How many of each it was computed from: the difference to the current counts says how far it may have drifted.
     records = models.IntegerField()
     windows = models.IntegerField(default=0)
+    # Vectors of the subject written since (records' and windows'): how far it may have drifted.
+    changes = models.IntegerField(default=0)
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:

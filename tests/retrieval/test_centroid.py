@@ -9,8 +9,9 @@ import pytest
 
 from memory.models import MemoryRecord
 from memory.retrieval import candidates
-from memory.retrieval.models import SubjectCentroid
+from memory.retrieval.models import RecordContext, SubjectCentroid
 from memory.retrieval.tasks import sweep_subject_indexes
+from tests.conftest import memory_body
 from tests.deletion.helpers import run_job
 from tests.retrieval.conftest import retrieve
 
@@ -96,3 +97,35 @@ def test_the_schedule_computes_the_centroid_of_a_subject_that_has_none(agent, re
     sweep_subject_indexes()
 
     assert SubjectCentroid.objects.get(subject_id=agent.subject.pk).records == len(SHE_DOES)
+
+
+def test_a_batch_embedded_in_the_request_moves_the_centroid_with_it(agent):
+    items = [memory_body(fact={"field": f"fact_{n}", "value": text}, text=text,
+                         source={"type": "explicit_user_statement", "event_id": f"evt_now_{n}"})
+             for n, text in enumerate(SHE_DOES)]
+
+    response = agent.post("/api/v1/memories/batch", {"items": items, "embed": "now"})
+
+    assert response.status_code == 200, response.json()
+    assert SubjectCentroid.objects.get(subject_id=agent.subject.pk).records == len(SHE_DOES)
+
+
+def test_an_imported_conversation_has_the_centroid_of_all_its_turns_once_derived(agent, sync_tasks,
+                                                                                django_capture_on_commit_callbacks):
+    # 240 turns in batches of 60, each derived by the worker's task: once nothing of the subject is pending, its
+    # centroid counts every turn and every window.
+    turns = [{"namespace": ["user", "conversation"], "kind": "conversation_turn", "type": "episodic",
+              "fact": {"field": f"turn_{n}", "value": f"Turn {n}: {SHE_DOES[n % len(SHE_DOES)]}"},
+              "text": f"{'Lea' if n % 2 else 'Sam'}: {SHE_DOES[n % len(SHE_DOES)]} ({n})",
+              "source": {"type": "explicit_user_statement", "event_id": f"evt_turn_{n}",
+                         "occurred_at": f"2026-05-02T18:{n // 60:02d}:00Z"}} for n in range(240)]
+    for start in range(0, len(turns), 60):
+        with django_capture_on_commit_callbacks(execute=True):
+            response = agent.post("/api/v1/memories/batch", {"items": turns[start:start + 60]})
+        assert response.status_code == 200, response.json()
+
+    centroid = SubjectCentroid.objects.get(subject_id=agent.subject.pk)
+    assert centroid.records == 240
+    assert centroid.windows == RecordContext.objects.filter(subject_id=agent.subject.pk,
+                                                            embedding__isnull=False).count() == 240
+    assert agent.get("/api/v1/health").json()["derived_pending"] == 0
