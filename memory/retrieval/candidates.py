@@ -123,21 +123,31 @@ def eligible(scope: Scope, filters: Filters) -> QuerySet[MemoryRecord]:
     return _filtered(MemoryRecord.objects.for_scope(scope).live().filter(servable), filters)
 
 
+# Below this many records a subject's records are scored against the sum of the *other* records (see below); above
+# it a record's own share of the sum is too small to matter, and the shifted query vector scores it in one operation.
+OWN_SHARE_BELOW = 200
+
+
 def _record_similarity(vector: str) -> str:
-    """A record's similarity to the query in SQL: its cosine, less ``generic`` times how close it lies to the mean of
-    the subject's *other* records (centroid.py), plus the subject's average of that closeness. With ``x`` its cosine
-    with the centroid's direction and ``L`` the length of the sum of the subject's vectors, the other records' sum is
-    ``L u - d``, and its cosine with ``d`` is ``(x L - 1) / sqrt(L² - 2 x L + 1)``: without its own share a record of a
-    handful is not "close to everything" merely by being one of them."""
+    """A record's similarity to the query in SQL: its cosine, less ``generic`` times how close it lies to the rest of
+    its subject (centroid.py), plus the subject's average of that closeness.
+
+    With ``x`` its cosine with the centroid's direction ``u`` and ``L`` the length of the sum of the subject's vectors,
+    the other records' sum is ``L u - d``, and its cosine with ``d`` is ``(x L - 1) / sqrt(L² - 2 x L + 1)``: in a
+    subject of a handful of records, without its own share a record is not "close to everything" merely by being one
+    of them. That costs two more vector operations per record; in a larger subject the closeness is ``x`` itself (the
+    difference is of the order of 1 / L), and ``cos(q, d) - g x`` is the cosine with the shifted query ``q - g u``,
+    scaled: one operation, as without a centroid."""
     x = f"(-({vector} <#> q.dir))"
-    others = f"((({x} * q.total - 1) / sqrt(greatest(q.total * q.total - 2 * {x} * q.total + 1, 1e-9))))"
-    return f"((1 - ({vector} <=> q.raw)) - q.generic * coalesce({others}, 0) + q.record_shift)"
+    others = f"(({x} * q.total - 1) / sqrt(greatest(q.total * q.total - 2 * {x} * q.total + 1, 1e-9)))"
+    return (f"(CASE WHEN q.own_share THEN (1 - ({vector} <=> q.raw)) - q.generic * {others} + q.record_shift "
+            f"ELSE q.scale * (1 - ({vector} <=> q.v)) + q.record_shift END)")
 
 
 _SEARCH_SQL = """
 WITH q AS MATERIALIZED (
     SELECT %(vector)s::vector AS raw, g.v, vector_norm(g.v) AS scale, g.dir, g.total, %(generic)s::float AS generic,
-           g.record_shift, g.window_shift,
+           g.own_share, g.record_shift, g.window_shift,
            t.terms, ARRAY(SELECT quote_literal(x)::tsquery FROM unnest(t.terms) x) AS tsqs,
            CASE WHEN cardinality(t.terms) > 0 THEN array_to_string(
                ARRAY(SELECT quote_literal(x) FROM unnest(t.terms) x), ' | ')::tsquery END AS tsq{ef_search}
@@ -149,7 +159,9 @@ WITH q AS MATERIALIZED (
          (SELECT CASE WHEN c.direction IS NULL THEN %(vector)s::vector
                       ELSE %(vector)s::vector - c.direction * array_fill(%(generic)s::real, ARRAY[384])::vector
                  END AS v, c.direction AS dir, c.total,
-                 %(generic)s * coalesce(c.record_similarity, 0) AS record_shift,
+                 coalesce(c.records < {own_share_below}, false) AS own_share,
+                 %(generic)s * CASE WHEN c.records < {own_share_below} THEN c.record_similarity
+                                    ELSE coalesce(c.total / nullif(c.records, 0), 0) END AS record_shift,
                  %(generic)s * coalesce(c.window_similarity, 0) AS window_shift
           FROM (SELECT 1) one LEFT JOIN retrieval_subjectcentroid c ON c.subject_id = {subject}) g
 ),
@@ -266,6 +278,7 @@ SELECT
 """
 for _vector in ("eligible.embedding", "x.embedding"):
     _SEARCH_SQL = _SEARCH_SQL.replace(f"@RECORD_SIMILARITY({_vector})", _record_similarity(_vector))
+_SEARCH_SQL = _SEARCH_SQL.replace("{own_share_below}", str(OWN_SHARE_BELOW))
 
 # The two variants of the statement's parts (memory/db/statements.RetrievalStatement composes them in). Scan:
 # every scoped row, with BM25's statistics counted over them, unless the subject has its own indexes (then it
