@@ -4,13 +4,14 @@ Why. MiniLM places every turn of one person's conversations near one direction, 
 two people, and a turn close to it is close to every question about them: in a subject of 600 turns, "Thanks, that
 means a lot!" is about as similar to "What are her hobbies?" as the turn about pottery. Taking part of each record's
 closeness to the subject's own direction off its similarity lets what the question asks decide instead (measured in
-docs/retrieval.md, "Generic records").
+docs/retrieval.md, "Records close to everything the subject says").
 
 How. With q the query vector, d a record's (or its window's) vector, u the direction (unit) and c the subject's mean
 cosine with u, a record's similarity is ``cos(q, d) - g * (cos(d, u) - c)``, g being ``ENGRAM_RECALL_GENERIC``. For
 unit d that is ``d · (q - g u) + g c``: the cosine with one shifted query vector, scaled, plus a constant. So the
 statement asks with ``q - g u`` (the subject's HNSW indexes answer that as they answer q) and rescales; subtracting
-the average ``c`` keeps the similarities on the scale the fusion's gate and lines were set on.
+the average ``c`` keeps the similarities on the scale the fusion's gate and lines were set on. In a subject of fewer
+than 200 records a record's closeness is measured against the *other* records instead (candidates._record_similarity).
 
 When. The worker counts the vectors it writes (records' and windows') against their subject's centroid, in their
 transaction, and refreshes it: while the subject is still being derived (an import), only below 100 records and windows
