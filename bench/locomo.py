@@ -215,10 +215,9 @@ def main() -> None:  # noqa: C901 - a linear script, step by step
         console.print("re-deriving the retrieval index (manage.py reembed)")
         call_command("reembed")
     if not ingest:  # a load made before subjects had centroids gets them, as the worker's schedule would give them
-        from memory.retrieval import centroid
+        from memory.retrieval.centroid import refresh_missing
 
-        for subject_id in centroid.missing():
-            centroid.refresh(subject_id)
+        refresh_missing()
     keys: dict[str, dict[str, str]] = {}
     for c in conversations:
         tenant = Tenant.objects.filter(slug=slug(c["sample_id"])).first() or tenant_create(slug=slug(c["sample_id"]))

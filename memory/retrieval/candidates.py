@@ -157,7 +157,8 @@ WITH q AS MATERIALIZED (
          -- indexes' candidates) as their similarities do; with no centroid, the query itself (scale 1, offsets 0).
          -- Every similarity below is 1 - distance.
          (SELECT CASE WHEN c.direction IS NULL THEN %(vector)s::vector
-                      ELSE %(vector)s::vector - c.direction * array_fill(%(generic)s::real, ARRAY[384])::vector
+                      ELSE %(vector)s::vector
+                           - c.direction * array_fill(%(generic)s::real, ARRAY[vector_dims(c.direction)])::vector
                  END AS v, c.direction AS dir, c.total,
                  coalesce(c.records < {own_share_below}, false) AS own_share,
                  %(generic)s * CASE WHEN c.records < {own_share_below} THEN c.record_similarity

@@ -106,6 +106,14 @@ def vectors_written(written: Mapping[int, int]) -> list[int]:
     return refreshed
 
 
+def refresh_missing() -> int:
+    """Compute the centroid of every subject that has live embedded records and none; returns how many."""
+    subjects = missing()
+    for subject_id in subjects:
+        refresh(subject_id)
+    return len(subjects)
+
+
 def missing() -> list[int]:
     """Subjects with live embedded records and no centroid (written before centroids existed, or by a path no
     worker task followed): the periodic sweep's share of the work."""

@@ -14,8 +14,7 @@ def maintain_subject_index(subject_id: int) -> str:
 def sweep_subject_indexes() -> int:
     """The engram.subject_indexes schedule: queue maintenance for every subject that needs it, and compute the
     centroids no worker task did (subjects written before centroids existed); returns how many were queued."""
-    for subject_id in centroid.missing():
-        centroid.refresh(subject_id)
+    centroid.refresh_missing()
     due = sweep()
     for subject_id in due:
         queue_maintenance(subject_id)

@@ -34,7 +34,4 @@ class Command(BaseCommand):
             outcome = maintain(subject_id)
             self.stdout.write(f"subject {subject_id} ({subject_rows(subject_id):,} records): {outcome} "
                               f"in {time.perf_counter() - started:.1f} s")
-        centroids = centroid.missing()
-        for subject_id in centroids:
-            centroid.refresh(subject_id)
-        self.stdout.write(f"{len(centroids)} subject centroid(s) computed")
+        self.stdout.write(f"{centroid.refresh_missing()} subject centroid(s) computed")
