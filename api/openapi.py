@@ -117,6 +117,9 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     # 503: a dependency
     "database_unavailable": (503, "The database did not answer; nothing was written. Retry later."),
     "summarizer_unavailable": (503, "The configured summarizer service failed; nothing was written."),
+    "batch_interrupted": (503, "The process serving the batch stopped before it answered: the batch (one "
+                               "transaction) was written whole or not at all. Retry it; items already written are "
+                               "matched by their ids."),
 }
 
 # The codes every operation that acts for a subject can give before its own code runs.

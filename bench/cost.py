@@ -18,7 +18,8 @@ Every figure is divided by a baseline taken in this run, so that it means the sa
 5. Retrieve p95 on the smallest subject while ``--busy`` turns are imported into another subject ÷ its quiet p95,
    from the first batch until health's ``derived_pending`` is 0 again, and apart for its two phases: while the web
    processes write the batches, and while the worker embeds, derives the windows and builds the subject's indexes.
-   Deletions of single records (DELETE → job completed and verified) during that import.
+   Deletions of single records (DELETE → job completed and verified) during that import. The importer is a
+   process of its own, as another client would be.
 
 Prints one table with the host's cores and load average, and writes JSON to bench/results/.
 """
@@ -27,10 +28,10 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import multiprocessing
 import os
 import random
 import statistics
-import threading
 import time
 from typing import Any
 
@@ -205,17 +206,18 @@ def main() -> None:
             victims.append(body["memory_id"])
         wait_derived(client, time.perf_counter())
         small = min(sizes)
-        box: dict[str, Any] = {}
         busy_turns = turns(rng, args.busy, "busy")  # drawn here: the questions below draw from the same generator
-        importer = threading.Thread(target=lambda: box.update(
-            run=import_records(args.port, creds, "usr_busy", busy_turns, 2, 500)))
-        importer.start()
+        # The importer is another client: a process of its own, so that its JSON work never holds this process's
+        # interpreter lock while the retrieves below are timed.
+        pool = multiprocessing.get_context("spawn").Pool(1)
+        importer = pool.apply_async(import_records, (args.port, {"key": creds["key"], "tokens": creds["tokens"]},
+                                                     "usr_busy", busy_turns, 2, 500))
         # Two phases: while the web processes write the batches, then while the worker embeds, derives the windows
         # and builds the subject's indexes (until health says nothing is pending). Each is reported on its own too.
         writing: list[float] = []
         deriving: list[float] = []
         deletions: list[tuple[float, str]] = []
-        while importer.is_alive():
+        while not importer.ready():
             writing += retrieve_times(client, creds, f"usr_{small}", questions(rng, 5))
             if victims:
                 deletions.append(delete_one(client, creds, "usr_deleter", victims.pop()))
@@ -223,7 +225,9 @@ def main() -> None:
             deriving += retrieve_times(client, creds, f"usr_{small}", questions(rng, 5))
             if victims:
                 deletions.append(delete_one(client, creds, "usr_deleter", victims.pop()))
-        wait_derived(client, box["run"]["started"])
+        run = importer.get()
+        pool.close()
+        wait_derived(client, run["started"])
         seconds = [d[0] for d in deletions]
         quiet = results["sizes"][small]["p95"]
         busy = writing + deriving

@@ -38,15 +38,26 @@ logger_class = EngramLogger
 
 
 def post_worker_init(worker: Any) -> None:
-    """Each web process loads the embedding model (one thread) before it accepts a request."""
+    """Before it accepts a request, a web process of the main pool loads the embedding model (one thread); one of
+    the bulk pool (config/bulk_pool.py) lowers its CPU priority."""
     # A retrieve waits on the database and the model several times; each time it comes back it needs the
     # interpreter lock, which a thread busy validating a 500-item batch holds for up to the switch interval
     # (5 ms by default). A shorter interval hands it over sooner.
     sys.setswitchinterval(float(os.environ.get("ENGRAM_WEB_SWITCH_INTERVAL_MS", "0.5")) / 1000)
     # Local: gunicorn reads this file before Django is set up; the worker has set it up by now.
-    from memory.workqueues import warm_up
+    from config.bulk_pool import is_bulk_pool, warm_up_bulk
+    from memory.workqueues import warm_up  # local, as above
 
-    warm_up(f"web worker {worker.pid}", 1, queries=True)
+    if is_bulk_pool():
+        # Batch writes yield the cores to the pool that serves reads; set before any thread starts, so that every
+        # request thread inherits it (Linux keeps a nice value per thread). No model warm-up: only a batch
+        # embedded "now" needs the model.
+        from django.conf import settings
+
+        os.nice(settings.ENGRAM_WEB_BULK_NICE)
+        warm_up_bulk()
+    else:
+        warm_up(f"web worker {worker.pid}", 1, queries=True)
     # Everything loaded so far (Django, the model's runtime, the URL and serializer trees) lives as long as the
     # process: moved out of the collector's reach, a full collection no longer walks it. Measured over 400 retrieves
     # in one warmed process: one full collection landed inside a request and took 49 ms; 7 ms with this.

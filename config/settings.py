@@ -269,6 +269,8 @@ Q_CLUSTER = {
 # multi-threaded model on two cores only slow each other down.
 ENGRAM_BULK_EMBED_THREADS = env_int("ENGRAM_BULK_EMBED_THREADS", os.cpu_count() or 1)
 ENGRAM_Q_BULK_NICE = env_int("ENGRAM_Q_BULK_NICE", 10)
+# The web processes that serve batch writes (config/bulk_pool.py) run at this nice value: reads come first.
+ENGRAM_WEB_BULK_NICE = env_int("ENGRAM_WEB_BULK_NICE", 5)
 # The embedding model's directory (a sentence-transformers model); empty: the packaged all-MiniLM-L6-v2.
 ENGRAM_EMBEDDING_MODEL_PATH = env_str("ENGRAM_EMBEDDING_MODEL_PATH", "")
 # After the model fails, retrieval runs lexical-only and the model is tried again after this many seconds.

@@ -217,7 +217,7 @@ class DocumentBatchApi(APIView):
         operation_id="documents_batch", tags=[Tags.KNOWLEDGE], summary="Ingest many documents",
         description=f"Up to {MAX_BATCH} documents, all embedded in one model call; each succeeds or fails alone "
                     "(one result per document, in order).",
-        request=DocumentBatchIn, responses={200: DocumentBatchOut, **errors(*BODY, *AGENT)})
+        request=DocumentBatchIn, responses={200: DocumentBatchOut, **errors(*BODY, *AGENT, "batch_interrupted")})
     def post(self, request: Request) -> Response:
         batch = self.BatchIn(data=request.data)
         batch.is_valid(raise_exception=True)

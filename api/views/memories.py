@@ -331,7 +331,8 @@ class MemoryBatchApi(APIView):
         description=f"Up to {MAX_BATCH} explicit statements or outcomes in one transaction, each through the same "
                     "gate as its single write; an item that fails is reported in its result and not written, the "
                     "others are. 200 with one result per item.",
-        request=MemoryBatchIn, responses={200: BatchOut, **errors(*BODY, *AGENT, "batch_too_large")},
+        request=MemoryBatchIn,
+        responses={200: BatchOut, **errors(*BODY, *AGENT, "batch_too_large", "batch_interrupted")},
         examples=[
             OpenApiExample("Two items", request_only=True, value={"items": [
                 STATEMENT_EXAMPLE,

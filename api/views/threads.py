@@ -449,7 +449,7 @@ class ThreadEventBatchApi(APIView):
         request=EventBatchIn,
         responses={**written(EventBatchOut, new="Appended.", again="Every event had been appended before."),
                    **errors(*THREAD_WRITE, "not_found", "invalid_idempotency_key", "unknown_event",
-                            "idempotency_conflict", "event_deleted")},
+                            "idempotency_conflict", "event_deleted", "batch_interrupted")},
         examples=[OpenApiExample("Two turns", request_only=True, value={"events": [
             {"kind": "message", "role": "user", "text": "Book me on the 9:40 to Porto.", "idempotency_key": "t-7"},
             {"kind": "message", "role": "assistant", "text": "Booked: TP123, seat 14C.", "idempotency_key": "t-8"}]})])

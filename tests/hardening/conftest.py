@@ -63,14 +63,16 @@ def health(port: int) -> dict | None:
         return None
 
 
-def launch_serve(env: dict[str, str], *, queues: str = "", web_workers: int = 1, port: int | None = None,
-                 log: Path | None = None) -> Server:
-    """Start `serve` without waiting for it (several nodes start side by side; see wait_serving)."""
+def launch_serve(env: dict[str, str], *, queues: str = "", web_workers: int = 1, bulk_workers: int = 0,
+                 port: int | None = None, log: Path | None = None) -> Server:
+    """Start `serve` without waiting for it (several nodes start side by side; see wait_serving). Without its bulk
+    pool unless asked: the suite starts many servers, and only tests/hardening/test_bulk_pool.py is about it."""
     port = port or free_port()
     out = open(log, "wb") if log else subprocess.DEVNULL  # noqa: SIM115 - handed to the child
     process = subprocess.Popen(
         [sys.executable, "manage.py", "serve", "--port", str(port), "--workers", str(web_workers), "--queues",
-         queues], cwd=ROOT, env={**os.environ, "ENGRAM_WARMUP": "0", "ENGRAM_LOG_LEVEL": "WARNING", **env},
+         queues, "--bulk-workers", str(bulk_workers)],
+        cwd=ROOT, env={**os.environ, "ENGRAM_WARMUP": "0", "ENGRAM_LOG_LEVEL": "WARNING", **env},
         stdout=out, stderr=subprocess.STDOUT)
     return Server(port=port, process=process)
 
@@ -81,9 +83,9 @@ def wait_serving(server: Server, *, need_worker: bool = False) -> Server:
     return server
 
 
-def start_serve(env: dict[str, str], *, queues: str = "", web_workers: int = 1, need_worker: bool = False,
-                port: int | None = None, log: Path | None = None) -> Server:
-    server = launch_serve(env, queues=queues, web_workers=web_workers, port=port, log=log)
+def start_serve(env: dict[str, str], *, queues: str = "", web_workers: int = 1, bulk_workers: int = 0,
+                need_worker: bool = False, port: int | None = None, log: Path | None = None) -> Server:
+    server = launch_serve(env, queues=queues, web_workers=web_workers, bulk_workers=bulk_workers, port=port, log=log)
     return wait_serving(server, need_worker=need_worker)
 
 
@@ -104,7 +106,7 @@ def served(transactional_db: Any) -> Iterator[Any]:
 
     started: list[Server] = []
 
-    def start(env: dict[str, str] | None = None, **kwargs: Any) -> Server:
+    def start(env: dict[str, str] | None = None, **kwargs: Any) -> Server:  # kwargs: start_serve's
         server = start_serve({"ENGRAM_DB_NAME": connection.settings_dict["NAME"], **(env or {})}, **kwargs)
         started.append(server)
         return server
