@@ -46,6 +46,8 @@ PEER_HEADER, SCHEME_HEADER, POOL_HEADER = "X-Engram-Peer", "X-Engram-Scheme", "X
 # Hop-by-hop headers (RFC 9110, 7.6.1) belong to one connection; gunicorn frames each side itself.
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
                         "upgrade"})
+# Set again by the main pool's gunicorn on the answer it sends.
+FRONT_SERVER_HEADERS = frozenset({"date", "server"})
 TIMEOUT_SECONDS = 120.0  # gunicorn's own --timeout for a request
 
 
@@ -151,7 +153,8 @@ def forwards_bulk_requests(app: WSGIApp) -> WSGIApp:
             return _unavailable(start_response)
         finally:
             connection.close()
-        headers = [(name, value) for name, value in response.getheaders() if name.lower() not in HOP_BY_HOP]
+        headers = [(name, value) for name, value in response.getheaders()
+                   if name.lower() not in HOP_BY_HOP | FRONT_SERVER_HEADERS]
         start_response(f"{response.status} {response.reason}", headers)
         return [content]
 

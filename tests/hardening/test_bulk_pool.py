@@ -66,6 +66,7 @@ def test_batches_go_to_the_bulk_pool_at_a_lower_priority_and_reads_stay_in_the_m
     assert status == 200 and body["results"][0]["status"] in ("created", "existing")
     # The client's address reached the bulk pool: a request id from this host (trusted) is kept.
     assert response.getheader("X-Request-ID") == "batch-from-this-host-1"
+    assert len(response.msg.get_all("Date")) == 1 and len(response.msg.get_all("Server")) == 1
 
     status, body, response = post(server.port, BATCH, headers, batch("evt_2", "evt_3"), chunked=True)
     assert status == 200 and body["created"] == 2, body

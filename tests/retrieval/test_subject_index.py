@@ -284,7 +284,11 @@ def test_the_indexed_path_keeps_every_scope_predicate(large, other_tenant, tenan
         assert found.indexed and {c.row["id"] for c in found.candidates} <= own
         narrowed = _search(granted, query)  # the namespace grant: only "project" records, and still a full pool
         assert narrowed.indexed and {c.row["id"] for c in narrowed.candidates} <= project
-        assert _ranking(narrowed) == _ranking(_search(granted, query, exact=True))
+        exact = _search(granted, query, exact=True)
+        # The answer (the first `limit`) is the scan's. The grant removes two thirds of the graphs' candidates, so
+        # the pool's last places (relevance near nothing) may hold records the approximate graphs did not reach.
+        assert len(narrowed.candidates) >= 40
+        assert _ranking(narrowed)[:10] == _ranking(exact)[:10]
 
 
 def test_the_class_readers_still_filter_on_the_indexed_path(large):
