@@ -40,13 +40,15 @@ def test_it_serves_the_api_with_a_live_worker_and_stops_everything_on_ctrl_c():
     port = free_port()
     env = {**os.environ, "ENGRAM_DB_NAME": connection.settings_dict["NAME"], "ENGRAM_Q_WORKERS": "1",
            "ENGRAM_WARMUP": "0"}
-    process = subprocess.Popen([sys.executable, "manage.py", "serve", "--port", str(port), "--workers", "1"],
+    process = subprocess.Popen([sys.executable, "manage.py", "serve", "--port", str(port), "--workers", "1",
+                                "--bulk-workers", "1"],
                                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         body = wait_for(lambda: (h := health(port)) and h["worker"] == "ok" and h, timeout=60)
         assert body["database"] == "ok"
         children = psutil.Process(process.pid).children(recursive=True)
         assert any("gunicorn" in " ".join(c.cmdline()) for c in children)
+        assert any(c.environ().get("ENGRAM_WEB_POOL") == "bulk" for c in children)  # batches' own pool
         # Web and worker processes start with malloc on transparent huge pages (the model's weights).
         assert all("glibc.malloc.hugetlb=1" in c.environ().get("GLIBC_TUNABLES", "") for c in children)
 

@@ -69,7 +69,8 @@ def test_the_served_processs_log_holds_none_of_the_secrets_sent_in_urls(make_age
            "PYTHONUNBUFFERED": "1"}
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "manage.py", "serve", "--port", str(port), "--workers", "1", "--queues", ""],
+            [sys.executable, "manage.py", "serve", "--port", str(port), "--workers", "1", "--queues", "",
+             "--bulk-workers", "0"],
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
         wait_for(lambda: health(port), timeout=60)
