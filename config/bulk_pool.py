@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.urls import Resolver404, resolve
+from django.urls import Resolver404, get_resolver, resolve
 
 logger = logging.getLogger("engram.bulk_pool")
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -79,8 +79,6 @@ def is_bulk_request(environ: dict[str, Any]) -> bool:
 def warm_up_bulk() -> None:
     """Import what a batch needs before the first one arrives (the URL tree, the views and everything they import):
     a bulk process's first batch would otherwise pay for it."""
-    from django.urls import get_resolver
-
     get_resolver().url_patterns  # noqa: B018 - loads the whole tree
     for name in BULK_ROUTES:
         get_resolver().reverse_dict.getlist(name)
