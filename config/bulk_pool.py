@@ -36,8 +36,9 @@ from typing import Any
 from django.conf import settings
 from django.urls import Resolver404, get_resolver, resolve
 
+from config.chunked import WSGIApp
+
 logger = logging.getLogger("engram.bulk_pool")
-WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 BULK_ROUTES = frozenset({"memories-batch", "documents-batch", "thread-events-batch"})
 SOCKET_ENV = "ENGRAM_BULK_SOCKET"

@@ -281,6 +281,10 @@ for _vector in ("eligible.embedding", "x.embedding"):
     _SEARCH_SQL = _SEARCH_SQL.replace(f"@RECORD_SIMILARITY({_vector})", _record_similarity(_vector))
 _SEARCH_SQL = _SEARCH_SQL.replace("{own_share_below}", str(OWN_SHARE_BELOW))
 
+# A window's distance to the query: one less its similarity, scored with the shifted query and offset like a record's
+# (centroid.py); "+ 0" keeps any index on the column out of the plan (see the module docstring).
+_WINDOW_DISTANCE = "1 - q.scale * (1 - (rc.embedding <=> q.v)) - q.window_shift + 0"
+
 # The two variants of the statement's parts (memory/db/statements.RetrievalStatement composes them in). Scan:
 # every scoped row, with BM25's statistics counted over them, unless the subject has its own indexes (then it
 # scores nothing and says so).
@@ -295,10 +299,9 @@ _SCAN = {
     # tenth of the statement (600 records: 5.2 → 4.6 ms in one process). r is every row of e with its window's
     # columns, so that BM25 and the similarity read one row per record: grouping the records' and the windows' rows
     # by id instead cost a sixth of the statement at 4,000 records (its aggregate of text vectors spilled to disk).
-    "windows": """
+    "windows": f"""
 w AS MATERIALIZED (
-    SELECT rc.record_id AS id, length(rc.terms) AS len, 1 - q.scale * (1 - (rc.embedding <=> q.v)) - q.window_shift + 0
-           AS distance,
+    SELECT rc.record_id AS id, length(rc.terms) AS len, {_WINDOW_DISTANCE} AS distance,
            CASE WHEN rc.terms @@ q.tsq THEN rc.terms END AS around_match
     FROM retrieval_recordcontext rc, q
     WHERE rc.subject_id = %(subject)s AND NOT (SELECT ready FROM ix)
@@ -378,10 +381,9 @@ found AS MATERIALIZED (
     # class (7 × 205 probes; 11.5 ms against 7.5 ms for the whole statement at 100,000 records).
     "e_where": "eligible.id IN (SELECT id FROM found)",
     # The candidates' windows only, by primary key: a few hundred.
-    "windows": """
+    "windows": f"""
 r AS MATERIALIZED (
-    SELECT e.id, e.own_distance, e.own_len, e.own_match,
-           1 - q.scale * (1 - (rc.embedding <=> q.v)) - q.window_shift + 0 AS ctx_distance,
+    SELECT e.id, e.own_distance, e.own_len, e.own_match, {_WINDOW_DISTANCE} AS ctx_distance,
            length(rc.terms) AS ctx_len, CASE WHEN rc.terms @@ q.tsq THEN rc.terms END AS around_match
     FROM e CROSS JOIN q LEFT JOIN retrieval_recordcontext rc ON rc.record_id = e.id
 ),""",
