@@ -29,7 +29,8 @@ from collections.abc import Mapping
 import numpy as np
 from django.db import connection
 
-from memory.retrieval.models import SubjectCentroid
+from memory.retrieval.models import PendingContext, SubjectCentroid
+from memory.retrieval.pending import pending_records
 from memory.search import vector_literal
 
 # While a subject is still being derived (an import): the number of its records and windows below which any vector
@@ -37,13 +38,6 @@ from memory.search import vector_literal
 # it is pending, any vector written does.
 EXACT_BELOW = 100
 DRIFT = 0.5
-
-# Whether any of the subject's derived work is still to be done (both through indexes by subject).
-_DERIVING_SQL = """
-SELECT EXISTS (SELECT 1 FROM memory_memoryrecord r JOIN memory_memoryclass c ON c.id = r.memory_class_id
-               WHERE r.subject_id = %(subject)s AND r.embedding IS NULL AND r.status = 'active' AND c.embed)
-       OR EXISTS (SELECT 1 FROM retrieval_pendingcontext WHERE subject_id = %(subject)s)
-"""
 
 _MEAN_SQL = """
 SELECT avg(embedding)::text, count(*) FROM memory_memoryrecord
@@ -98,12 +92,17 @@ def vectors_written(written: Mapping[int, int]) -> list[int]:
             row = cursor.fetchone()
             if row is not None:
                 size, changes = row
-                cursor.execute(_DERIVING_SQL, {"subject": subject_id})
-                deriving = cursor.fetchone()[0]
+                deriving = _deriving(subject_id)
         if row is None or (changes > 0 and (not deriving or size < EXACT_BELOW or changes > DRIFT * size)):
             refresh(subject_id)
             refreshed.append(subject_id)
     return refreshed
+
+
+def _deriving(subject_id: int) -> bool:
+    """Whether any of the subject's derived work is still to be done (both through indexes by subject)."""
+    return (pending_records().filter(subject_id=subject_id).exists()
+            or PendingContext.objects.filter(subject_id=subject_id).exists())
 
 
 def refresh_missing() -> int:

@@ -13,8 +13,8 @@ from __future__ import annotations
 from django.db.models import Q
 
 from memory.knowledge.models import Chunk
-from memory.retrieval.embedding import pending_records
 from memory.retrieval.models import PendingContext
+from memory.retrieval.pending import pending_records
 from memory.retrieval.subject_index import pending_maintenance
 from memory.threads.models import Summary
 

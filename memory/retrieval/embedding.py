@@ -13,22 +13,17 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 from django.db import transaction
-from django.db.models import QuerySet
 
 from memory.content import unseal_parts
 from memory.db.vectors import execute_with_vectors
 from memory.embedder import get_embedder
 from memory.models import MemoryRecord
 from memory.retrieval.centroid import vectors_written
+from memory.retrieval.pending import pending_records
 
 # One import call's task (500 records) is one read, one run of the model and one UPDATE: fewer round trips
 # between the model's batches, and sorting 500 texts by length pads less than two halves do.
 BATCH_SIZE = 500
-
-
-def pending_records() -> QuerySet[MemoryRecord]:
-    """Records that should have an embedding and do not (active, in an embedded class)."""
-    return MemoryRecord.objects.filter(embedding__isnull=True, memory_class__embed=True, status="active")
 
 
 def pending_ids(*, tenant_id: int | None = None, created_before: dt.datetime | None = None) -> list[str]:

@@ -49,8 +49,8 @@ from memory.locks import lock, session_unlock, try_session_lock
 from memory.models import Subject
 from memory.queues import BULK, enqueue
 from memory.retrieval.candidates import CONTEXT_TERM_WEIGHT
-from memory.retrieval.embedding import pending_records
 from memory.retrieval.models import PendingMaintenance, RecordContext, SubjectIndex, TermBucket, TermCount
+from memory.retrieval.pending import pending_records
 
 logger = logging.getLogger(__name__)
 
