@@ -268,7 +268,9 @@ Q_CLUSTER = {
 # deletions come first), the others and each web worker one thread: several processes each running a
 # multi-threaded model on two cores only slow each other down.
 ENGRAM_BULK_EMBED_THREADS = env_int("ENGRAM_BULK_EMBED_THREADS", os.cpu_count() or 1)
-ENGRAM_Q_BULK_NICE = env_int("ENGRAM_Q_BULK_NICE", 10)
+# The lowest priority there is: below the bulk pool's batch writes too (ENGRAM_WEB_BULK_NICE), which at 10 still
+# shared the cores with it during an import (docs/benchmarks.md, "The bulk worker below the batch writes").
+ENGRAM_Q_BULK_NICE = env_int("ENGRAM_Q_BULK_NICE", 19)
 # The web processes that serve batch writes (config/bulk_pool.py) run at this nice value: reads come first.
 ENGRAM_WEB_BULK_NICE = env_int("ENGRAM_WEB_BULK_NICE", 5)
 # The embedding model's directory (a sentence-transformers model); empty: the packaged all-MiniLM-L6-v2.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from django.conf import settings
 from django.db import connection
 
 from tests.conftest import wait_for
@@ -24,6 +26,10 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def queue_of(process: psutil.Process) -> str | None:
+    return process.environ().get("Q_CLUSTER_NAME")
 
 
 def health(port: int) -> dict | None:
@@ -51,6 +57,11 @@ def test_it_serves_the_api_with_a_live_worker_and_stops_everything_on_ctrl_c():
         assert any(c.environ().get("ENGRAM_WEB_POOL") == "bulk" for c in children)  # batches' own pool
         # Web and worker processes start with malloc on transparent huge pages (the model's weights).
         assert all("glibc.malloc.hugetlb=1" in c.environ().get("GLIBC_TUNABLES", "") for c in children)
+        # The bulk queue's worker process derives at the lowest priority; the deletions' worker does not.
+        assert wait_for(lambda: any(queue_of(c) == "bulk" and c.nice() == settings.ENGRAM_Q_BULK_NICE
+                                    for c in psutil.Process(process.pid).children(recursive=True)), timeout=30)
+        assert all(c.nice() == 0 for c in psutil.Process(process.pid).children(recursive=True)
+                   if queue_of(c) == "urgent")
 
         process.send_signal(signal.SIGINT)
         process.wait(timeout=40)
@@ -58,5 +69,9 @@ def test_it_serves_the_api_with_a_live_worker_and_stops_everything_on_ctrl_c():
         assert psutil.wait_procs(children, timeout=10)[1] == []  # no child left running
         assert health(port) is None
     finally:
-        if process.poll() is None:
+        if process.poll() is None:  # a failed assertion: stop the children too (each runs in a session of its own)
+            leftovers = psutil.Process(process.pid).children(recursive=True)
             process.kill()
+            for child in leftovers:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    child.kill()
