@@ -14,7 +14,8 @@ Every figure is divided by a baseline taken in this run, so that it means the sa
    own rate, per size.
 3. The in-process floor of one retrieve: the query embedding (``get_embedder().embed_query``, 15 ms idle between
    calls, a server's pattern) plus an exact numpy top-10 over the subject's stored vectors.
-4. HTTP retrieve p50/p95 per subject size, ÷ that size's floor.
+4. HTTP retrieve p50/p95 per subject size, ÷ that size's floor, and where it went: the memory statement and the
+   request outside the pipeline, from the server's own stage timings in each call's retrieval log.
 5. Retrieve p95 on the smallest subject while ``--busy`` turns are imported into another subject ÷ its quiet p95,
    from the first batch until health's ``derived_pending`` is 0 again, and apart for its two phases: while the web
    processes write the batches, and while the worker embeds, derives the windows and builds the subject's indexes.
@@ -96,15 +97,34 @@ def wait_derived(client: Client, started: float, timeout: float = 7200.0) -> flo
     raise RuntimeError(f"derived work still pending after {timeout}s: {body.get('derived_pending_by_kind')}")
 
 
-def retrieve_times(client: Client, creds: dict[str, Any], subject: str, queries: list[str]) -> list[float]:
+def retrieve_times(client: Client, creds: dict[str, Any], subject: str, queries: list[str],
+                   ids: list[str] | None = None) -> list[float]:
+    """Each retrieve's time as the client sees it; with ``ids``, the calls' retrieval ids are collected too."""
     out = []
     for query in queries:
         status, body, ms = client.call("POST", "/api/v1/retrieve", headers(creds, subject),
                                        {"query": query, "limit": 10, "budget_tokens": 4000})
         assert status == 200, body
         out.append(ms)
+        if ids is not None:
+            ids.append(body["retrieval_id"])
         time.sleep(0.015)
     return out
+
+
+def stage_times(ids: list[str], times: list[float]) -> dict[str, float]:
+    """Where the timed retrieves' time went, from the server's own stage timings in each call's retrieval log: the
+    query embedding, the memory statement with its candidates, and everything outside the pipeline (authentication,
+    the throttle, the log's insert, DRF, gunicorn, the socket) as the client's time less the pipeline's."""
+    from memory.retrieval.models import RetrievalLog
+
+    logged = dict(RetrievalLog.objects.filter(pk__in=ids).values_list("pk", "timings_ms"))
+    pairs = [(ms, logged[i]) for ms, i in zip(times, ids, strict=True) if i in logged]
+    embed = [t["embed"] for _, t in pairs]
+    memory = [t["memory"] for _, t in pairs]
+    outside = [ms - t["total"] for ms, t in pairs]
+    return {"embed_p50": pct(embed, 0.5), "statement_p50": pct(memory, 0.5), "statement_p95": pct(memory, 0.95),
+            "outside_p50": pct(outside, 0.5), "outside_p95": pct(outside, 0.95)}
 
 
 def floor_ms(subject: str, queries: list[str]) -> dict[str, float]:
@@ -192,10 +212,11 @@ def main() -> None:
             console.print(f"retrieving from the subject of {n:,} ...")
             retrieve_times(client, creds, f"usr_{n}", questions(rng, 10))  # warm every web process
             qs = questions(rng, args.queries)
-            times = retrieve_times(client, creds, f"usr_{n}", qs)
+            ids: list[str] = []
+            times = retrieve_times(client, creds, f"usr_{n}", qs, ids)
             fl = floor_ms(f"usr_{n}", qs)
             results["sizes"][n] = {"p50": pct(times, 0.5), "p95": pct(times, 0.95), **fl,
-                                   "p95_over_floor": pct(times, 0.95) / fl["floor"]}
+                                   "p95_over_floor": pct(times, 0.95) / fl["floor"], "stages": stage_times(ids, times)}
         console.print(f"retrieving and deleting while {args.busy:,} turns are imported into another subject ...")
         victims = []
         for k in range(args.deletions):
@@ -264,6 +285,13 @@ def main() -> None:
                       f"{r['floor']:.1f} ms", "1")
         table.add_row(f"HTTP retrieve p50 / p95 at {n:,} records", f"{r['p50']:.1f} / {r['p95']:.1f} ms",
                       f"p95 {r['p95_over_floor']:.2f}× floor")
+        st = r["stages"]
+        table.add_row(f"  of which the memory statement p50 / p95 (the query embedding p50 {st['embed_p50']:.1f} ms)",
+                      f"{st['statement_p50']:.1f} / {st['statement_p95']:.1f} ms",
+                      f"p95 {st['statement_p95'] / r['floor']:.2f}× floor")
+        table.add_row("  and outside the pipeline p50 / p95 (authentication, throttle, log, HTTP)",
+                      f"{st['outside_p50']:.1f} / {st['outside_p95']:.1f} ms",
+                      f"p95 {st['outside_p95'] / r['floor']:.2f}× floor")
     u = results["under_import"]
     table.add_row(f"retrieve p95 at {u['subject']:,} during a {args.busy:,}-turn import",
                   f"{u['retrieve_p95']:.1f} ms", f"{u['ratio_to_quiet']:.2f}× quiet")
