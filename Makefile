@@ -27,9 +27,12 @@ $(PY):
 $(STAMP): pyproject.toml $(CLIENT)/pyproject.toml | $(PY)
 	$(PIP) install --upgrade pip setuptools wheel
 	# torch first and pinned: an unpinned torch would pull a multi-GB CUDA build.
-	$(PIP) install torch==2.13.0
+	$(PIP) install --no-compile torch==2.13.0
 	# The server with its dev tools, and the Python client with every integration (its tests run here).
-	$(PIP) install -e '.[dev]' -e './$(CLIENT)[all]'
+	$(PIP) install --no-compile -e '.[dev]' -e './$(CLIENT)[all]'
+	# Their bytecode on every core: pip writes it one file at a time (45 s against 31 s here). As with pip, a file
+	# that does not compile (a package's own template) is left to fail where it would, if it is ever imported.
+	$(PY) -c "import compileall, sysconfig; compileall.compile_dir(sysconfig.get_paths()['purelib'], quiet=2, workers=0)"
 	rm -f $(VENV)/.installed-*
 	touch $@
 
