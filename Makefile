@@ -19,7 +19,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(CLIENT)/pyproject.toml 
 AXE_VERSION := 4.14.1
 AXE := var/node/node_modules/axe-core/axe.min.js
 
-.PHONY: install bytecode chromium db run test test-fast lint bench bench-me bench-locomo bench-recall bench-sizes bench-cost bench-deletion evaluate db-stop clean
+.PHONY: install bytecode chromium db run test test-fast screenshots lint bench bench-me bench-locomo bench-recall bench-sizes bench-cost bench-deletion evaluate db-stop clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -79,6 +79,14 @@ test: $(STAMP)
 
 test-fast: install
 	$(PY) -m pytest -m "not browser and not worker" -x -q
+
+# The browser tests that take the screenshots the docs show, writing them into docs/screenshots (a plain test run
+# keeps them in a temporary directory, so that it leaves the checkout unchanged).
+SCREENSHOT_TESTS = tests/evaluation/test_evaluate_command.py tests/review/test_overview_browser.py \
+	tests/review/test_demo_browser.py tests/review/test_retrieval_inspector_browser.py \
+	tests/review/test_queue_browser.py tests/me/test_scale_browser.py tests/procedures/test_browser.py
+screenshots: install chromium
+	ENGRAM_SCREENSHOTS=1 $(PY) -m pytest -q -n 2 --dist loadfile $(SCREENSHOT_TESTS)
 
 bench: db
 	$(PY) bench/retrieval.py

@@ -6,6 +6,7 @@ Everything is created through the services, as a client would, on the real embed
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -224,6 +225,22 @@ def axe_violations(page: Any) -> list[str]:
     return [f"{page.url}: {v['impact']} {v['id']} ({v['help']}): "
             + "; ".join(" ".join(node["target"]) for node in v["nodes"][:3])
             for v in results["violations"] if v["impact"] in AXE_FAILING]
+
+
+# The screenshots the docs show are taken by the browser tests. They are written into docs/screenshots only when
+# asked (`make screenshots`): Chromium renders a few bytes differently on every run, and running the suite must
+# leave a checkout as it found it.
+DOCS_SCREENSHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+
+
+def save_screenshot(page: Any, name: str, *, full_page: bool = False) -> Path:
+    """Save the page as docs/screenshots/<name> under ENGRAM_SCREENSHOTS=1, else in a temporary directory."""
+    folder = DOCS_SCREENSHOTS if os.environ.get("ENGRAM_SCREENSHOTS") == "1" else (
+        Path(tempfile.gettempdir()) / "engram-screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    page.screenshot(path=str(path), full_page=full_page)
+    return path
 
 
 def login(page: Any, base_url: str, username: str, password: str) -> None:

@@ -4,7 +4,7 @@ This is the run `make test` makes of the suite: every metric and adversarial cas
 and pass. The scenario phases run their tasks inline (django-q2's sync mode: runner.sync_tasks); the
 deletion race hands its last job to a real `manage.py qcluster` process (memory/evaluation/worker.py).
 The HTML report is opened in a real Chromium here too, so that the suite runs once in this file's process;
-that test saves docs/screenshots/evaluation-report.png (the screenshot the README shows).
+that test takes docs/screenshots/evaluation-report.png (`make screenshots`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from memory.evaluation.suite import METRICS, SCENARIO_DIR
-
-SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "evaluation-report.png"
+from tests.conftest import save_screenshot
 
 ADVERSARIAL = {"injected_instructions", "body_scope_change", "poisoned_procedure", "deletion_races_consolidation",
                "secret_in_evidence"}
@@ -143,6 +142,4 @@ def test_it_opens_the_html_report_in_chromium(fast_report: dict, page: Any) -> N
     assert rows.count() == 6
     assert page.locator("#adversarial td.pass").count() == 5
     assert page.locator("#failing").inner_text() == "None."
-    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOT), full_page=True)
-    assert SCREENSHOT.stat().st_size > 20_000
+    assert save_screenshot(page, "evaluation-report.png", full_page=True).stat().st_size > 20_000

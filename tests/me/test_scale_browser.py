@@ -4,7 +4,6 @@ JavaScript), bulk delete with live statuses, provenance in words, and confirming
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -12,7 +11,7 @@ from playwright.sync_api import expect
 from memory.consolidation import consolidate
 from memory.deletion.models import DeletionJob
 from memory.models import Candidate, MemoryRecord
-from tests.conftest import login
+from tests.conftest import login, save_screenshot
 from tests.consolidation.helpers import INFERRED, submit
 from tests.deletion.helpers import run_job
 from tests.me.helpers import item, subject_of, write_many
@@ -20,7 +19,6 @@ from tests.me.helpers import item, subject_of, write_many
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 N = 2000
-SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "me-search.png"
 
 
 def guess(agent, field: str, value: str, text: str, said: str) -> MemoryRecord:
@@ -142,8 +140,7 @@ def test_a_guess_is_confirmed_or_denied_in_one_click(live_server, page, thousand
     assert row.locator(".provenance").inner_text().startswith(
         "The assistant guessed this from: “My colleague would not stop talking about golf.” — ")
     assert row.locator(".provenance").inner_text().endswith(" — not confirmed")
-    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOT))
+    save_screenshot(page, "me-search.png")
 
     page.locator(f"#row-{curry.pk}").get_by_role("button", name="That's right").click()
     page.wait_for_selector(f"#row-{curry.pk}", state="detached")  # htmx swapped in the confirmed memory

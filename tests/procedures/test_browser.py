@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from tests.conftest import login
+from tests.conftest import login, save_screenshot
 from tests.procedures.conftest import edited, propose
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "procedure-review.png"
 
 
 def test_a_reviewer_diffs_and_approves_and_agents_get_the_new_version(live_server, page, agent, procedure,
@@ -28,7 +24,7 @@ def test_a_reviewer_diffs_and_approves_and_agents_get_the_new_version(live_serve
     added = page.locator(".diff-add")
     assert added.count() == 1 and "thank-you note" in added.inner_text()
     assert "Three customers asked" in page.content()
-    page.screenshot(path=str(SCREENSHOT), full_page=True)
+    save_screenshot(page, "procedure-review.png", full_page=True)
     page.get_by_role("button", name="Approve and publish v2").click()
     page.wait_for_url(f"**/review/procedures/{procedure.pk}/")
     assert "Published refunds version 2" in page.locator(".messages").inner_text()
@@ -43,7 +39,7 @@ def test_a_reviewer_diffs_and_approves_and_agents_get_the_new_version(live_serve
     page.wait_for_url(f"**/proposals/{poisoned_id}/")
     assert page.locator("[data-flag=agent_instructions]").count() == 1
     assert page.get_by_role("button", name="Approve and publish v3").count() == 0  # stale: rebase first
-    page.screenshot(path=str(SCREENSHOT.with_name("procedure-flags.png")), full_page=True)
+    save_screenshot(page, "procedure-flags.png", full_page=True)
 
     page.context.clear_cookies()
     login(page, live_server.url, "otto", "pw-otto")

@@ -1,20 +1,17 @@
 """The demo `make run` seeds, in a real Chromium: the reviewer's queue has work in it, and approving a
-candidate works end to end; Alice's page reads as hers. Saves docs/screenshots/me.png."""
+candidate works end to end; Alice's page reads as hers. Takes docs/screenshots/me.png (`make screenshots`)."""
 
 from __future__ import annotations
 
 from io import StringIO
-from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 
 from memory.models import Candidate, MemoryRecord
-from tests.conftest import axe_violations, login
+from tests.conftest import axe_violations, login, save_screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "me.png"
 
 
 @pytest.fixture
@@ -56,5 +53,4 @@ def test_the_seeded_demo_shows_every_review_flow_and_an_approval_works(live_serv
     assert booking.locator("dt", has_text="Order id").count() == 1
     assert page.locator("tr.memory-row button.confirm").count() == 1  # the guess served unconfirmed
     assert axe_violations(page) == []
-    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOT))
+    save_screenshot(page, "me.png")

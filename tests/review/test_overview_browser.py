@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from memory.queues import QUEUES
-from tests.conftest import login, wait_for
+from tests.conftest import login, save_screenshot, wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
-
-SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "overview.png"
 
 
 def test_an_operator_reads_the_overview_and_follows_each_figure(live_server, page, known_state, qcluster):
@@ -34,8 +30,7 @@ def test_an_operator_reads_the_overview_and_follows_each_figure(live_server, pag
     assert acme.locator(".retrievals .figure").inner_text() == "2"
     assert acme.locator('.refusals [data-code="secret_detected"] .n').inner_text() == "2"
     assert page.locator("#worker-clusters .figure").inner_text() == str(len(QUEUES))  # a qcluster per queue
-    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOT), full_page=True)
+    save_screenshot(page, "overview.png", full_page=True)
 
     acme.locator(".pending-review .figure").click()
     page.wait_for_url("**/review/?tenant=acme&type=candidate")

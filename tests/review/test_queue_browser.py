@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from memory.identity.services import user_create
 from memory.models import Candidate
-from tests.conftest import login
+from tests.conftest import login, save_screenshot
 from tests.consolidation.helpers import state
 from tests.review.conftest import in_review, org_conflict
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "review-queue.png"
 
 
 def test_a_reviewer_approves_edits_rejects_and_resolves_and_the_api_serves_the_result(
@@ -38,8 +34,7 @@ def test_a_reviewer_approves_edits_rejects_and_resolves_and_the_api_serves_the_r
     assert "Put me on the aisle, my knees can't take the window." in seat_row.inner_text()
     assert "no_active_record" in seat_row.inner_text()
     assert page.locator('[data-tenant="acme"] .count').inner_text() == "5"
-    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOT), full_page=True)
+    save_screenshot(page, "review-queue.png", full_page=True)
 
     seat_row.get_by_role("button", name="Approve").click()
     page.locator(f"#item-candidate-{seat.pk} .decided").wait_for()

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from memory.identity.services import user_create
-from tests.conftest import login
+from tests.conftest import login, save_screenshot
 from tests.retrieval.conftest import remember, retrieve, sync_tasks  # noqa: F401 - fixtures used below
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "retrieval-inspector.png"
 
 
 def test_a_reviewer_finds_why_a_memory_was_or_was_not_served(live_server, page, agent, remember, tenant,  # noqa: F811 - the imported fixture
@@ -40,8 +36,7 @@ def test_a_reviewer_finds_why_a_memory_was_or_was_not_served(live_server, page, 
     outcomes = page.locator("tr.candidate .outcome").all_inner_texts()
     assert any("kept" not in o for o in outcomes)  # and the others show why they were dropped
     assert "of 20 tokens" in page.locator("#budget").inner_text()
-    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOT), full_page=True)
+    save_screenshot(page, "retrieval-inspector.png", full_page=True)
 
     page.context.clear_cookies()
     login(page, live_server.url, "gus", "gus-pass-123")
