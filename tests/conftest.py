@@ -30,7 +30,7 @@ def pytest_configure(config: pytest.Config) -> None:
 # --- Emptying the database after a transactional test -----------------------------------------------
 # Django empties the database after every transactional test (TransactionTestCase: pytest-django's
 # transactional_db and live_server) with one TRUNCATE of every table, then writes the content types and
-# permissions again through post_migrate. On the embedded server that costs 200-450 ms a test: a TRUNCATE
+# permissions again through post_migrate. On the embedded server that costs 0.2-0.5 s a test: a TRUNCATE
 # gives each of ~50 tables and their indexes new files, flushed to disk at commit. A test leaves rows in a
 # dozen tables at most; deleting those rows (in one transaction whose foreign keys are checked at its end, as
 # Django declares them deferrable) leaves the same empty database in a few milliseconds. The content types
