@@ -147,22 +147,66 @@ def stop(process: subprocess.Popen[bytes]) -> None:
             process.wait()
 
 
-def embedder_rate(texts: list[str]) -> tuple[float, str]:
-    """The embedder's own batch rate on ``texts`` in this process (batch 64, every core: what the bulk worker
-    gets), and its runtime: the baseline an ingest's end-to-end rate is divided by."""
+def embedder_rate(texts: list[str], processes: int = 1) -> tuple[float, str]:
+    """The embedder's own batch rate on ``texts`` (batch 64), and its runtime: the baseline an ingest's end-to-end
+    rate is divided by. One process uses every core; with ``processes``, that many processes (spawned, the model
+    loaded before the clock starts) each embed an equal share with an equal share of the cores, at once, and the
+    rate is every text over the time until the last one finished: the two ways the bulk workers can be set up."""
+    cores = os.cpu_count() or 1
+    if processes > 1:
+        return _rate_across_processes(texts, processes, max(1, cores // processes))
+    os.environ["ENGRAM_EMBED_THREADS"] = str(cores)
     from memory.embedder import get_embedder
 
-    os.environ["ENGRAM_EMBED_THREADS"] = str(os.cpu_count() or 1)
     embedder = get_embedder()
     embedder.embed(texts[:64])
     runtime = getattr(getattr(embedder, "runtime", None), "runtime", "?")
     if runtime == "torch":
         import torch
 
-        torch.set_num_threads(os.cpu_count() or 1)
+        torch.set_num_threads(cores)
     t0 = time.perf_counter()
     embedder.embed(texts, batch_size=64)
     return len(texts) / (time.perf_counter() - t0), runtime
+
+
+def _embed_share(texts: list[str], threads: int, ready: Any, go: Any, done: Any) -> None:
+    for name in ("ENGRAM_EMBED_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[name] = str(threads)
+    import django
+
+    django.setup()
+    from memory.embedder import get_embedder
+
+    embedder = get_embedder()
+    embedder.embed(texts[:64])
+    if getattr(getattr(embedder, "runtime", None), "runtime", "") == "torch":
+        import torch
+
+        torch.set_num_threads(threads)
+    ready.put(getattr(getattr(embedder, "runtime", None), "runtime", "?"))
+    go.wait()
+    embedder.embed(texts, batch_size=64)
+    done.put(len(texts))
+
+
+def _rate_across_processes(texts: list[str], processes: int, threads: int) -> tuple[float, str]:
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    ready, done, go = context.Queue(), context.Queue(), context.Event()
+    workers = [context.Process(target=_embed_share, args=(texts[n::processes], threads, ready, go, done))
+               for n in range(processes)]
+    for worker in workers:
+        worker.start()
+    runtimes = {ready.get(timeout=300) for _ in workers}
+    t0 = time.perf_counter()
+    go.set()
+    embedded = sum(done.get(timeout=3600) for _ in workers)
+    seconds = time.perf_counter() - t0
+    for worker in workers:
+        worker.join()
+    return embedded / seconds, "/".join(sorted(runtimes))
 
 
 def pct(values: list[float], q: float) -> float:

@@ -232,6 +232,14 @@ SPECTACULAR_SETTINGS = {
 #   bulk    - batch imports' embeddings and document embeddings: large, and fine to run behind the others.
 # A task a worker claimed is leased for `retry` seconds: if the worker dies (SIGKILL, a lost node) the task
 # is delivered again after the lease expires, and every task is safe to run twice.
+#
+# The bulk queue's worker processes. One by default, with every core for the model (below): one single-threaded
+# process per core derived imports of 1,000-10,000 turns 9-18% faster end to end, but takes more from the batch writes
+# beside it and from the reads during an import (docs/benchmarks.md, "One bulk worker per core"); a host whose
+# imports must become searchable sooner can set ENGRAM_Q_BULK_WORKERS to its cores, and each worker then gets one
+# thread. Each worker process holds its own copy of the model.
+_CORES = os.cpu_count() or 1
+ENGRAM_Q_BULK_WORKERS = env_int("ENGRAM_Q_BULK_WORKERS", 1)
 Q_CLUSTER = {
     "name": "engram",  # the default (interactive) queue; also the signing salt every queue shares
     "orm": "default",
@@ -257,17 +265,17 @@ Q_CLUSTER = {
             "poll": 0.1,
         },
         "bulk": {
-            "workers": env_int("ENGRAM_Q_BULK_WORKERS", 1),
+            "workers": ENGRAM_Q_BULK_WORKERS,
             "timeout": 600,
             "retry": 660,
         },
     },
 }
-# Threads each process gives the embedding model (torch intra-op threads). One process per queue embeds;
-# the bulk worker gets every core (it runs at a lower CPU priority, ENGRAM_Q_BULK_NICE, so web requests and
-# deletions come first), the others and each web worker one thread: several processes each running a
-# multi-threaded model on two cores only slow each other down.
-ENGRAM_BULK_EMBED_THREADS = env_int("ENGRAM_BULK_EMBED_THREADS", os.cpu_count() or 1)
+# Threads each process gives the embedding model (ONNX Runtime's or torch's intra-op threads). The bulk workers
+# share the cores between them (they run at a lower CPU priority, ENGRAM_Q_BULK_NICE, so web requests and
+# deletions come first); the other workers and each web worker get one thread: more threads than cores, across
+# processes, only slow each other down.
+ENGRAM_BULK_EMBED_THREADS = env_int("ENGRAM_BULK_EMBED_THREADS", max(1, _CORES // max(1, ENGRAM_Q_BULK_WORKERS)))
 # The lowest priority there is: below the bulk pool's batch writes too (ENGRAM_WEB_BULK_NICE), which at 10 still
 # shared the cores with it during an import (docs/benchmarks.md, "The bulk worker below the batch writes").
 ENGRAM_Q_BULK_NICE = env_int("ENGRAM_Q_BULK_NICE", 19)

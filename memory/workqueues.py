@@ -4,10 +4,11 @@
 ``memory.queues.QUEUES``. On a machine of its own, one queue is ``Q_CLUSTER_NAME=urgent manage.py qcluster``;
 the per-process settings below are applied when each worker process starts, however it was launched.
 
-Why per queue: the embedding model runs multi-threaded (ONNX Runtime, or torch). Two processes that each use
-every core only slow each other down, so the bulk worker gets every core at a lower CPU priority (web requests
-and deletions come first) and every other process — the urgent and interactive workers, each web worker — one
-thread (ENGRAM_EMBED_THREADS, OMP_NUM_THREADS, set per process).
+Why per queue: the embedding model can run multi-threaded (ONNX Runtime, or torch), and processes whose threads
+add up to more than the cores only slow each other down. So the bulk workers share the cores between them
+(ENGRAM_BULK_EMBED_THREADS each: one per process when there is a worker per core) at a lower CPU priority (web
+requests and deletions come first), and every other process — the urgent and interactive workers, each web
+worker — gets one thread (ENGRAM_EMBED_THREADS, OMP_NUM_THREADS, set per process).
 """
 
 from __future__ import annotations

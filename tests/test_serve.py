@@ -45,7 +45,7 @@ def health(port: int) -> dict | None:
 def test_it_serves_the_api_with_a_live_worker_and_stops_everything_on_ctrl_c():
     port = free_port()
     env = {**os.environ, "ENGRAM_DB_NAME": connection.settings_dict["NAME"], "ENGRAM_Q_WORKERS": "1",
-           "ENGRAM_WARMUP": "0"}
+           "ENGRAM_WARMUP": "0", "ENGRAM_Q_BULK_WORKERS": "2"}
     process = subprocess.Popen([sys.executable, "manage.py", "serve", "--port", str(port), "--workers", "1",
                                 "--bulk-workers", "1"],
                                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -57,9 +57,14 @@ def test_it_serves_the_api_with_a_live_worker_and_stops_everything_on_ctrl_c():
         assert any(c.environ().get("ENGRAM_WEB_POOL") == "bulk" for c in children)  # batches' own pool
         # Web and worker processes start with malloc on transparent huge pages (the model's weights).
         assert all("glibc.malloc.hugetlb=1" in c.environ().get("GLIBC_TUNABLES", "") for c in children)
-        # The bulk queue's worker process derives at the lowest priority; the deletions' worker does not.
-        assert wait_for(lambda: any(queue_of(c) == "bulk" and c.nice() == settings.ENGRAM_Q_BULK_NICE
-                                    for c in psutil.Process(process.pid).children(recursive=True)), timeout=30)
+        # The bulk queue's worker processes derive at the lowest priority, the cores shared between them for the
+        # model; the deletions' worker does not.
+        def bulk_workers() -> list[psutil.Process]:
+            return [c for c in psutil.Process(process.pid).children(recursive=True)
+                    if queue_of(c) == "bulk" and c.nice() == settings.ENGRAM_Q_BULK_NICE]
+
+        workers = wait_for(lambda: len(found := bulk_workers()) == 2 and found, timeout=30)
+        assert {w.environ()["ENGRAM_EMBED_THREADS"] for w in workers} == {str(max(1, (os.cpu_count() or 1) // 2))}
         assert all(c.nice() == 0 for c in psutil.Process(process.pid).children(recursive=True)
                    if queue_of(c) == "urgent")
 
