@@ -90,8 +90,8 @@ def questions(rng: random.Random, count: int) -> list[str]:
 
 def own_rates(texts: list[str]) -> list[float]:
     """The embedder's own batch rate on ``texts`` as one process on every core, and as one single-threaded process
-    per core (how the bulk workers run by default): the baseline is the higher, so that the set-up of the workers
-    can never raise the ingest's ratio."""
+    per core (the bulk workers with ENGRAM_Q_BULK_WORKERS set to the cores): the baseline is the higher, so that
+    the set-up of the workers can never raise the ingest's ratio."""
     rates = [embedder_rate(texts)[0]]
     if (os.cpu_count() or 1) > 1:
         rates.append(embedder_rate(texts, processes=os.cpu_count() or 1)[0])
