@@ -105,6 +105,28 @@ class Agent:
         return self.client.delete(path, **self._headers(headers))
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: Any, django_db_blocker: Any) -> Any:
+    """pytest-django's test databases, and before they are dropped, every connection this process still holds.
+
+    Django closes the connection it set the database up with before it drops it, but it keeps one connection per
+    thread and per context. In some runs the last test's session was still open when the database was dropped while
+    the main thread's connection was closed: DROP DATABASE waited 5 s for it and failed with "is being accessed by
+    other users", leaving the database behind. So every connection object of this process is closed first."""
+    import gc
+
+    from django.db.backends.base.base import BaseDatabaseWrapper
+
+    yield
+    with django_db_blocker.unblock():
+        # By type, not isinstance: isinstance asks some objects for their __class__ (a weak proxy whose object is
+        # gone raises, a deprecated module attribute warns).
+        for wrapper in [o for o in gc.get_objects() if issubclass(type(o), BaseDatabaseWrapper)]:
+            if wrapper.connection is not None:
+                wrapper.inc_thread_sharing()  # it may have been opened by a thread that is gone
+                wrapper.close()
+
+
 @pytest.fixture
 def make_tenant(db: Any) -> Any:
     from memory.identity.services import tenant_create
