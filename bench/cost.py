@@ -41,7 +41,7 @@ from harness import (
     Client,
     asked_once,
     credentials,
-    embedder_rate,
+    embedder_rates,
     headers,
     load_average,
     pct,
@@ -86,16 +86,6 @@ def questions(rng: random.Random, count: int) -> list[str]:
     """``count`` questions never asked before in this run (``asked_once``)."""
     return [asked_once(rng.choice(QUESTIONS).format(p=rng.choice(PEOPLE), t=rng.choice(TOPICS)))
             for _ in range(count)]
-
-
-def own_rates(texts: list[str]) -> list[float]:
-    """The embedder's own batch rate on ``texts`` as one process on every core, and as one single-threaded process
-    per core (the bulk workers with ENGRAM_Q_BULK_WORKERS set to the cores): the baseline is the higher, so that
-    the set-up of the workers can never raise the ingest's ratio."""
-    rates = [embedder_rate(texts)[0]]
-    if (os.cpu_count() or 1) > 1:
-        rates.append(embedder_rate(texts, processes=os.cpu_count() or 1)[0])
-    return rates
 
 
 def wait_derived(client: Client, started: float, timeout: float = 7200.0) -> float:
@@ -208,7 +198,7 @@ def main() -> None:
     # as they start, which slowed a measurement taken right after start-up by a quarter) and again after it stops;
     # the highest is the baseline, so a slow moment lowers the ratio, never raises it.
     sample = [i["text"] for i in conversations[max(every)][:3000]]
-    rates = own_rates(sample)
+    rates = [rate for rate, _ in embedder_rates(sample)]
     console.print("embedder's own batch rate: " + " / ".join(f"{r:.0f}" for r in rates) + " texts/s")
     server = start_serve(args.port)
     try:
@@ -272,7 +262,7 @@ def main() -> None:
             "deletion_p50": pct(seconds, 0.5), "deletion_p95": pct(seconds, 0.95)}
     finally:
         stop(server)
-    rates += own_rates(sample)
+    rates += [rate for rate, _ in embedder_rates(sample)]
     results["embedder_rates"] = rates
     results["embedder_rate"] = max(rates)
     for r in results["ingest"].values():

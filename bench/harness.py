@@ -155,7 +155,25 @@ def embedder_rate(texts: list[str], processes: int = 1) -> tuple[float, str]:
     cores = os.cpu_count() or 1
     if processes > 1:
         return _rate_across_processes(texts, processes, max(1, cores // processes))
-    os.environ["ENGRAM_EMBED_THREADS"] = str(cores)
+    embedder, runtime = _loaded_embedder(texts, cores)
+    t0 = time.perf_counter()
+    embedder.embed(texts, batch_size=64)
+    return len(texts) / (time.perf_counter() - t0), runtime
+
+
+def embedder_rates(texts: list[str]) -> list[tuple[float, str]]:
+    """The embedder's own batch rate on ``texts`` as one process on every core, and (on more than one core) as one
+    single-threaded process per core, the bulk workers with ENGRAM_Q_BULK_WORKERS set to the cores: an ingest is
+    divided by the higher, so that the set-up of the workers can never raise its ratio."""
+    cores = os.cpu_count() or 1
+    return [embedder_rate(texts)] + ([embedder_rate(texts, processes=cores)] if cores > 1 else [])
+
+
+def _loaded_embedder(texts: list[str], threads: int) -> tuple[Any, str]:
+    """This process's embedder with ``threads`` model threads, its batch path warmed on ``texts``; and its runtime."""
+    from memory.workqueues import thread_env
+
+    os.environ.update(thread_env(threads))
     from memory.embedder import get_embedder
 
     embedder = get_embedder()
@@ -164,27 +182,16 @@ def embedder_rate(texts: list[str], processes: int = 1) -> tuple[float, str]:
     if runtime == "torch":
         import torch
 
-        torch.set_num_threads(cores)
-    t0 = time.perf_counter()
-    embedder.embed(texts, batch_size=64)
-    return len(texts) / (time.perf_counter() - t0), runtime
+        torch.set_num_threads(threads)
+    return embedder, runtime
 
 
 def _embed_share(texts: list[str], threads: int, ready: Any, go: Any, done: Any) -> None:
-    for name in ("ENGRAM_EMBED_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[name] = str(threads)
     import django
 
     django.setup()
-    from memory.embedder import get_embedder
-
-    embedder = get_embedder()
-    embedder.embed(texts[:64])
-    if getattr(getattr(embedder, "runtime", None), "runtime", "") == "torch":
-        import torch
-
-        torch.set_num_threads(threads)
-    ready.put(getattr(getattr(embedder, "runtime", None), "runtime", "?"))
+    embedder, runtime = _loaded_embedder(texts, threads)
+    ready.put(runtime)
     go.wait()
     embedder.embed(texts, batch_size=64)
     done.put(len(texts))

@@ -25,7 +25,6 @@ shares the cores are noisy).
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import threading
 import time
@@ -34,7 +33,7 @@ from typing import Any
 from harness import (
     Client,
     credentials,
-    embedder_rate,
+    embedder_rates,
     headers,
     load_average,
     pct,
@@ -180,10 +179,7 @@ def main() -> None:
                                       "p95": pct([d["seconds"] for d in idle], 0.95)}
 
         console.print("measuring the embedder's own rate ...")
-        # The higher of one process on every core and one single-threaded process per core (the bulk workers' way).
-        sample = [i["text"] for i in first[:2000]]
-        results["embedder_rate"], results["embedder_runtime"] = max(
-            embedder_rate(sample), embedder_rate(sample, processes=os.cpu_count() or 1))
+        results["embedder_rate"], results["embedder_runtime"] = max(embedder_rates([i["text"] for i in first[:2000]]))
 
         console.print(f"importing {args.records} records ...")
         rss_before = tree_rss_mb(server.pid)
