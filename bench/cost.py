@@ -62,8 +62,8 @@ SAYINGS = ["I finally started {t} last week", "Did you ever sort out {t}?", "Hon
            "My sister keeps asking about {t}", "We should talk about {t} over dinner", "I'm nervous about {t}",
            "Remember when we laughed about {t}?", "Thanks for helping with {t}!", "No news yet on {t}, sadly",
            "Guess what happened with {t} yesterday"]
-# When and where a turn's news happened: with them every turn of a conversation of up to 100,000 is a text of its own
-# (see ``turns``).
+# When and where a turn's news happened: with them, and AFTER, every turn of a conversation is a text of its own
+# (``turns``).
 WHEN = ["on Monday", "on Tuesday", "on Wednesday", "on Thursday", "on Friday", "on Saturday", "on Sunday",
         "this morning", "last night", "after lunch", "before work", "at the weekend", "in the evening",
         "over the holidays"]
