@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import math
 import multiprocessing
 import os
 import random
@@ -94,18 +95,15 @@ def turns(rng: random.Random, count: int, prefix: str) -> list[dict[str, Any]]:
     the subject indexes' build, and the searches through them, on copies (docs/benchmarks.md, "Turns as a real
     conversation's")."""
     at = dt.datetime(2025, 1, 1, 9, tzinfo=dt.UTC)
-    parts = (PEOPLE, SAYINGS, TOPICS, WHEN, WHERE, AFTER)
-    space = 1
-    for choices in parts:
-        space *= len(choices)
+    bases = [len(choices) for choices in (PEOPLE, SAYINGS, TOPICS, WHEN, WHERE, AFTER)]
     left, out = 0, []
-    for n, drawn in enumerate(rng.sample(range(space), count)):
+    for n, drawn in enumerate(rng.sample(range(math.prod(bases)), count)):
         if left == 0:
             at += dt.timedelta(days=rng.randint(1, 4))
             left = rng.randint(10, 40)
         at += dt.timedelta(minutes=rng.randint(1, 6))
         left -= 1
-        person, saying, topic, when, where, after = _digits(drawn, [len(choices) for choices in parts])
+        person, saying, topic, when, where, after = _digits(drawn, bases)
         said = SAYINGS[saying].format(t=TOPICS[topic]).rstrip(".!?")
         end = SAYINGS[saying][-1] if SAYINGS[saying][-1] in "!?" else "."
         text = f"{PEOPLE[person]}: {said} {WHEN[when]} {WHERE[where]}{end} {AFTER[after]}"
