@@ -10,6 +10,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
+from api.prefetch import forget_key, remember_key
 from api.principal import AgentPrincipal
 from api.throttling import count_failed_key
 from memory.identity.services import (
@@ -21,7 +22,7 @@ from memory.identity.services import (
 )
 from memory.models import AgentKey
 from memory.namespaces import intersect_prefixes
-from memory.scope import Scope
+from memory.scope import READ, Scope
 
 PRINCIPAL_HEADER = "HTTP_X_ENGRAM_PRINCIPAL"
 
@@ -47,8 +48,11 @@ class AgentKeyAuthentication(BaseAuthentication):
         key = agent_key_lookup(raw_key.strip(),
                                subject_external_id=claims.subject_external_id if claims is not None else None)
         if key is None:
+            forget_key(raw_key.strip())
             count_failed_key(request)
             raise exceptions.AuthenticationFailed("The agent key is not valid or was revoked.", code="invalid_key")
+        if READ in key.permissions:  # a key that may not read has no retrieve to start early
+            remember_key(raw_key.strip(), key.pk)
         if token_error is not None:
             raise exceptions.AuthenticationFailed(token_error.detail, code=token_error.code) from token_error
         scope = self._scope(key, claims) if claims is not None else None

@@ -24,6 +24,7 @@ from rest_framework.throttling import SimpleRateThrottle
 
 from api.client_ip import client_ip
 from api.models import ThrottleCounter
+from api.prefetch import hold_key
 from api.principal import AgentPrincipal
 from memory import metrics
 
@@ -114,6 +115,12 @@ class AgentKeyThrottle(SlidingWindowThrottle):
     def identity(self, request: Request) -> str | None:
         user = request.user
         return f"key:{user.key.pk}" if isinstance(user, AgentPrincipal) else None
+
+    def allow_request(self, request: Request, view: Any) -> bool:
+        allowed = super().allow_request(request, view)
+        if not allowed and isinstance(request.user, AgentPrincipal):
+            hold_key(request.user.key.pk, self.wait_seconds or 1.0)  # a refused call gets no early embedding
+        return allowed
 
 
 class AnonymousThrottle(SlidingWindowThrottle):

@@ -11,6 +11,11 @@ Query embeddings are cached in a per-process LRU: they hold the caller's query t
 content, and ``clear_query_cache()`` empties it (deletion calls it for its own process). Token counts,
 which the budget asks for every packet of every retrieve, are cached under a digest of the text: the
 same records come back across queries, and the cache holds no content.
+
+``prefetch_query`` starts a query's embedding on a small pool of threads, so that a retrieve can have its vector
+computed while its request is still being authenticated (api/prefetch.py); ``embed_query`` for the same text then
+waits for that computation instead of starting another. The model releases the interpreter while it runs, so the
+request's own database round trips go on beside it.
 """
 
 from __future__ import annotations
@@ -21,12 +26,15 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
 from memory.embedder_guard import GuardedEmbedder
 from memory.embedder_onnx import OnnxMiniLM, onnx_path, query_graph_path
 
 DIMENSIONS = 384
+# Threads that embed prefetched queries, per process: one or two requests' worth of model work at a time.
+PREFETCH_THREADS = 2
 logger = logging.getLogger(__name__)
 
 
@@ -37,6 +45,8 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str], *, batch_size: int = 64) -> list[list[float]]: ...
 
     def embed_query(self, text: str) -> list[float]: ...
+
+    def prefetch_query(self, text: str) -> None: ...
 
     def count_tokens(self, text: str) -> int: ...
 
@@ -100,6 +110,8 @@ class MiniLMEmbedder:
         self._cache_size = query_cache_size
         self._counts: OrderedDict[bytes, int] = OrderedDict()
         self._counts_size = 4 * query_cache_size
+        self._inflight: dict[str, Future[list[float]]] = {}
+        self._prefetcher: ThreadPoolExecutor | None = None
 
     @property
     def runtime(self) -> Any:
@@ -121,12 +133,38 @@ class MiniLMEmbedder:
             if text in self._cache:
                 self._cache.move_to_end(text)
                 return self._cache[text]
-        vector = self.runtime.embed_query(text).tolist()
+            pending = self._inflight.get(text)
+        if pending is not None:
+            return pending.result()  # a prefetch's failure is raised here, to the caller that needs the vector
+        return self._embed_query_now(text)
+
+    def prefetch_query(self, text: str) -> None:
+        """Start embedding ``text`` in the background unless it is cached or already on its way. At most
+        PREFETCH_THREADS at a time: past that a query is embedded by its request as before, so a burst of requests
+        cannot queue model work that nobody may end up waiting for."""
         with self._lock:
-            self._cache[text] = vector
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+            if text in self._cache or text in self._inflight or len(self._inflight) >= PREFETCH_THREADS:
+                return
+            if self._prefetcher is None:
+                self._prefetcher = ThreadPoolExecutor(PREFETCH_THREADS, thread_name_prefix="query-prefetch")
+            self._inflight[text] = self._prefetcher.submit(self._embed_query_now, text)
+
+    def _embed_query_now(self, text: str) -> list[float]:
+        try:
+            vector = self.runtime.embed_query(text).tolist()
+            with self._lock:
+                self._cache[text] = vector
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        finally:
+            with self._lock:  # after the cache: a text is always in one of the two until it is done
+                self._inflight.pop(text, None)
         return vector
+
+    def knows_query(self, text: str) -> bool:
+        """Whether ``text`` is embedded or being embedded in this process."""
+        with self._lock:
+            return text in self._cache or text in self._inflight
 
     def count_tokens(self, text: str) -> int:
         digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()

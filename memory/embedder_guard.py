@@ -75,6 +75,12 @@ class GuardedEmbedder:
     def embed_query(self, text: str) -> list[float]:
         return list(self._call("embed_query", text))
 
+    def prefetch_query(self, text: str) -> None:
+        """Start the query's embedding early; nothing while the model is down (its retrieve then answers lexically).
+        A prefetch that fails reaches the guard through the ``embed_query`` that waits for it."""
+        if self.available:
+            self.inner.prefetch_query(text)
+
     def count_tokens(self, text: str) -> int:
         try:
             return int(self._call("count_tokens", text))

@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 from api.authentication import scope_of
 from api.fields import NameField, NamespaceField, NamespacePathField, StrictSerializer, check_body_scope
 from api.openapi import AGENT, BODY, ErrorOut, Tags, errors
+from api.prefetch import prefetch_query_vector
 from api.records import RECORD_EXAMPLE, RecordOut
 from api.shared_payloads import SeqRangeOut, SummarizerOut
 from memory.models import MemoryType
@@ -142,6 +143,11 @@ class RetrieveApi(APIView):
                                         allow_empty=False, max_length=10,
                                         help_text="Sources to search: `memory` (the default), `summaries`, "
                                                   "`procedures`, `knowledge`.")
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        # The query's embedding starts now and runs beside authentication and the throttle (api/prefetch.py).
+        prefetch_query_vector(request)
+        super().initial(request, *args, **kwargs)
 
     @extend_schema(
         operation_id="retrieve", tags=[Tags.RETRIEVAL], summary="Retrieve memory for a task",
