@@ -46,9 +46,10 @@ def _raw_key(request: Request) -> str | None:
 
 def remember_key(raw_key: str, key_id: int) -> None:
     """``raw_key`` authenticated as ``key_id`` just now."""
+    digest = _digest(raw_key)
     with _lock:
-        _keys[_digest(raw_key)] = (key_id, time.monotonic() + KEY_MEMORY_SECONDS)
-        _keys.move_to_end(_digest(raw_key))
+        _keys[digest] = (key_id, time.monotonic() + KEY_MEMORY_SECONDS)
+        _keys.move_to_end(digest)
         while len(_keys) > KEYS_REMEMBERED:
             _keys.popitem(last=False)
 
