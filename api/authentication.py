@@ -10,7 +10,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
-from api.prefetch import forget_key, remember_key
+from api.prefetch import bearer_key, forget_key, remember_key
 from api.principal import AgentPrincipal
 from api.throttling import count_failed_key
 from memory.identity.services import (
@@ -29,11 +29,10 @@ PRINCIPAL_HEADER = "HTTP_X_ENGRAM_PRINCIPAL"
 
 class AgentKeyAuthentication(BaseAuthentication):
     def authenticate(self, request: Request) -> tuple[AgentPrincipal, AgentKey] | None:
-        header = request.META.get("HTTP_AUTHORIZATION", "")
-        if not header:
+        if not request.META.get("HTTP_AUTHORIZATION", ""):
             return None
-        scheme, _, raw_key = header.partition(" ")
-        if scheme.lower() != "bearer" or not raw_key.strip():
+        raw_key = bearer_key(request)
+        if raw_key is None:
             raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <agent key>'.", code="invalid_key")
         token = request.META.get(PRINCIPAL_HEADER, "").strip()
         claims: PrincipalClaims | None = None
@@ -45,14 +44,14 @@ class AgentKeyAuthentication(BaseAuthentication):
                 claims = principal_token_verify(token)
             except TokenInvalid as exc:
                 token_error = exc
-        key = agent_key_lookup(raw_key.strip(),
+        key = agent_key_lookup(raw_key,
                                subject_external_id=claims.subject_external_id if claims is not None else None)
         if key is None:
-            forget_key(raw_key.strip())
+            forget_key(raw_key)
             count_failed_key(request)
             raise exceptions.AuthenticationFailed("The agent key is not valid or was revoked.", code="invalid_key")
         if READ in key.permissions:  # a key that may not read has no retrieve to start early
-            remember_key(raw_key.strip(), key.pk)
+            remember_key(raw_key, key.pk)
         if token_error is not None:
             raise exceptions.AuthenticationFailed(token_error.detail, code=token_error.code) from token_error
         scope = self._scope(key, claims) if claims is not None else None

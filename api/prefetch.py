@@ -26,7 +26,7 @@ from memory.policy.secrets import scan_text
 
 KEY_MEMORY_SECONDS = 300.0
 KEYS_REMEMBERED = 1024
-MAX_QUERY_CHARS = 2000  # the retrieve serializer's limit: a longer query is refused, never embedded
+MAX_QUERY_CHARS = 2000  # the retrieve's limit (its serializer reads it here): a longer query is never embedded
 
 _lock = threading.Lock()
 _keys: OrderedDict[bytes, tuple[int, float]] = OrderedDict()  # digest -> (key id, remembered until)
@@ -37,7 +37,8 @@ def _digest(raw_key: str) -> bytes:
     return hashlib.blake2b(raw_key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-def _raw_key(request: Request) -> str | None:
+def bearer_key(request: Request) -> str | None:
+    """The agent key of ``Authorization: Bearer <key>``, stripped; None when the header is missing or malformed."""
     scheme, _, raw = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
     if scheme.lower() != "bearer":
         return None
@@ -95,7 +96,7 @@ def _query(request: Request) -> str | None:
 
 def prefetch_query_vector(request: Request) -> None:
     """Start embedding the request's query if its key is trusted and the query may be embedded (see above)."""
-    raw_key = _raw_key(request)
+    raw_key = bearer_key(request)
     if raw_key is None or not _trusted(raw_key):
         return
     query = _query(request)

@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 from api.authentication import scope_of
 from api.fields import NameField, NamespaceField, NamespacePathField, StrictSerializer, check_body_scope
 from api.openapi import AGENT, BODY, ErrorOut, Tags, errors
-from api.prefetch import prefetch_query_vector
+from api.prefetch import MAX_QUERY_CHARS, prefetch_query_vector
 from api.records import RECORD_EXAMPLE, RecordOut
 from api.shared_payloads import SeqRangeOut, SummarizerOut
 from memory.models import MemoryType
@@ -127,7 +127,7 @@ class RetrieveOut(serializers.Serializer):
 class RetrieveApi(APIView):
     @extend_schema_serializer(component_name="Retrieve")
     class InputSerializer(StrictSerializer):
-        query = serializers.CharField(max_length=2000, trim_whitespace=True)
+        query = serializers.CharField(max_length=MAX_QUERY_CHARS, trim_whitespace=True)
         subject_id = serializers.CharField(max_length=128, required=False)
         namespaces = serializers.ListField(child=NamespaceField(), required=False, allow_empty=False, max_length=50,
                                            help_text="Narrow to these namespaces (and below); never wider than "
