@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import unicodedata
-
-_SPACE = re.compile(r"\s+")
 
 
 def normalise_text(text: str) -> str:
-    return _SPACE.sub(" ", unicodedata.normalize("NFKC", text)).strip().casefold()
+    # Runs on every write's content hash and on every retrieve's candidates: most text is already in NFKC, which
+    # is_normalized tells without building a copy, and str.split() collapses the same Unicode whitespace as ``\s+``.
+    if not unicodedata.is_normalized("NFKC", text):
+        text = unicodedata.normalize("NFKC", text)
+    return " ".join(text.split()).casefold()
 
 
 def normalise_value(value: object) -> str:

@@ -34,10 +34,6 @@ def named(query: str) -> set[str]:
     return names
 
 
-def _words(text: str) -> set[str]:
-    return {_POSSESSIVE.sub("", w).lower() for w in _WORD.findall(text)}
-
-
 def mark_names(query: str, items: Sequence[Ranked]) -> None:
     """Mark every item whose text contains a name the question contains (ranking.relevance adds the bonus)."""
     if NAME_BONUS <= 0:
@@ -45,5 +41,8 @@ def mark_names(query: str, items: Sequence[Ranked]) -> None:
     names = named(query)
     if not names:
         return
+    # Each name alone and with a possessive, against the words of the lower-cased text: one pass of the pattern per
+    # candidate and no per-word substitution (every retrieve runs this over its whole pool).
+    forms = names | {name + s for name in names for s in ("'s", "’s")}
     for item in items:
-        item.names_match = not names.isdisjoint(_words(item.text))
+        item.names_match = not forms.isdisjoint(_WORD.findall(item.text.lower()))

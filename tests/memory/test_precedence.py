@@ -102,6 +102,22 @@ def test_two_disagreeing_org_records_are_stored_as_a_conflict_not_merged(scope):
 
 
 @pytest.mark.django_db
+def test_two_org_records_that_differ_only_in_case_spacing_or_character_forms_agree(scope):
+    # Full-width letters, a non-breaking space, a line break and doubled spaces: the same value, written twice.
+    first = write(scope, "Aisle\u00a0 seat,\n ＮＥＡＲ the  front", "e1", source_type="org_record",
+                  namespace="org/policy", field="seat_policy")
+    second = write(scope, "aisle seat, near the front ", "e2", source_type="org_record", namespace="org/policy",
+                   field="seat_policy")
+
+    first.refresh_from_db()
+    assert not Conflict.objects.exists()
+    assert (first.status, first.superseded_by_id, second.status) == ("superseded", second.pk, "active")
+    # A different value still is a conflict.
+    third = write(scope, "window seat", "e3", source_type="org_record", namespace="org/policy", field="seat_policy")
+    assert set(Conflict.objects.get().records.values_list("pk", flat=True)) == {second.pk, third.pk}
+
+
+@pytest.mark.django_db
 def test_fields_do_not_interfere(scope):
     seat = write(scope, "aisle", "e1")
     write(scope, "vegetarian", "e2", field="meal")
