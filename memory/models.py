@@ -287,6 +287,10 @@ class MemoryRecord(models.Model):
     # Derived read surfaces.
     embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
     search_vector = SearchVectorField(null=True, blank=True)
+    # A turn with a context window: its own vector and its window's direction in the proportions the semantic leg
+    # scores them (memory/retrieval/context.py), so that one graph of a large subject orders its records as the
+    # exact scan would (memory/retrieval/subject_index.py). NULL where there is no window: the own vector stands.
+    blended_embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True, editable=False)
 
     objects = MemoryRecordQuerySet.as_manager()
 

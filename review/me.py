@@ -127,9 +127,10 @@ def row_of(record: MemoryRecord, *, deletion: DeletionJob | None = None) -> Row:
 
 def _with_provenance(qs: QuerySet[MemoryRecord]) -> QuerySet[MemoryRecord]:
     # The superseded record's confidence tells "you confirmed a guess" from "you said"; derived columns
-    # (the 384-float embedding, the tsvector) are never needed to show a page.
+    # (the 384-float vectors, the tsvector) are never needed to show a page.
     return (qs.select_related("memory_class", "source_event")
-            .annotate(previous_confidence=F("supersedes__confidence")).defer("embedding", "search_vector"))
+            .annotate(previous_confidence=F("supersedes__confidence"))
+            .defer("embedding", "blended_embedding", "search_vector"))
 
 
 def deletions_for(*, scope: Scope, memory_ids: list[str]) -> dict[str, DeletionJob]:

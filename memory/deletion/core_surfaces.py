@@ -76,7 +76,8 @@ def purge_candidates(target: DeletionTarget) -> int:
 
 @purge_surface("embedding", order=20)
 def purge_embeddings(target: DeletionTarget) -> int:
-    return _records(target).exclude(embedding=None).update(embedding=None)
+    return (_records(target).filter(Q(embedding__isnull=False) | Q(blended_embedding__isnull=False))
+            .update(embedding=None, blended_embedding=None))
 
 
 @purge_surface("text_index", order=25)
@@ -122,7 +123,8 @@ def purge_records(target: DeletionTarget) -> int:
     if target.whole_subject:
         return _records(target).delete()[0]
     return _records(target).update(status=RecordStatus.DELETED, status_reason="deleted", fact={}, text="",
-                                   content_hash="", source_ref=None, embedding=None, search_vector=None)
+                                   content_hash="", source_ref=None, embedding=None, blended_embedding=None,
+                                   search_vector=None)
 
 
 @purge_surface("caches", order=90)

@@ -371,11 +371,12 @@ found AS MATERIALIZED (
     SELECT rc.record_id FROM retrieval_recordcontext rc
     WHERE rc.subject_id = {subject} AND rc.terms @@ (SELECT tsq FROM rare) AND (SELECT ready FROM ix)
     UNION
+    -- The vector leg's candidates, in the order the semantic leg scores them: the blended vector is a record's own
+    -- and its window's in the leg's proportions, so its inner product with the shifted query is the record's
+    -- similarity less a constant (blended_vector below; the records of large subjects are scored without their
+    -- own share of the centroid).
     (SELECT r.id FROM memory_memoryrecord r WHERE r.subject_id = {subject} AND (SELECT ready FROM ix)
-     ORDER BY r.embedding <=> (SELECT v FROM q) LIMIT {vector_candidates})
-    UNION
-    (SELECT rc.record_id FROM retrieval_recordcontext rc WHERE rc.subject_id = {subject} AND (SELECT ready FROM ix)
-     ORDER BY rc.embedding <=> (SELECT v FROM q) LIMIT {vector_candidates})
+     ORDER BY @BLENDED <#> (SELECT v FROM q) LIMIT {vector_candidates})
 ),""",
     # A semi-join on the candidates: with ``id = ANY(array)`` the planner probed the primary key once per memory
     # class (7 × 205 probes; 11.5 ms against 7.5 ms for the whole statement at 100,000 records).
@@ -405,7 +406,17 @@ r AS MATERIALIZED (
     "answered": "(SELECT ready FROM ix) AND (SELECT count(*) FROM e) >= %(pool)s",
 }
 
-# A large subject's vector candidates: each HNSW index is asked for VECTOR_OVERFETCH times the pool (at least
+# The vector that a large subject's graph holds for each record (subject_index.PARTIAL_INDEXES): the blended vector
+# of a record with a context window (MemoryRecord.blended_embedding), its own vector otherwise. The index is on this
+# expression, so the statement orders by the same one.
+def blended_vector(table: str = "") -> str:
+    column = f"{table}." if table else ""
+    return f"coalesce({column}blended_embedding, {column}embedding)"
+
+
+_INDEXED["indexed_ctes"] = _INDEXED["indexed_ctes"].replace("@BLENDED", blended_vector("r"))
+
+# A large subject's vector candidates: the HNSW index is asked for VECTOR_OVERFETCH times the pool (at least
 # MIN_VECTOR_CANDIDATES, at most pgvector's ceiling for hnsw.ef_search), so that the scope predicates applied
 # afterwards still leave a full pool; the lexical leg reads the records of the query's rarest terms through the GIN
 # indexes, up to LEXICAL_POSTINGS_PER_POOL times the pool of them.

@@ -98,6 +98,7 @@ WHERE w.id = ANY(%(ids)s) OR w.ids && %(ids)s
 # The window's lexemes without positions: retrieval only asks whether a window holds a word, and the shorter
 # row stays inline with its embedding.
 _UPSERT_SQL = f"""
+WITH written AS (
 INSERT INTO retrieval_recordcontext (record_id, tenant_id, subject_id, neighbours, terms, embedding, window_hash,
                                      updated_at)
 SELECT v.id, v.tenant_id, v.subject_id, string_to_array(v.ids, ' '),
@@ -114,7 +115,28 @@ FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::
 JOIN memory_memoryrecord r ON r.id = v.id AND r.status = 'active'
 ON CONFLICT (record_id, tenant_id) DO UPDATE SET neighbours = EXCLUDED.neighbours, terms = EXCLUDED.terms,
     embedding = EXCLUDED.embedding, window_hash = EXCLUDED.window_hash, updated_at = EXCLUDED.updated_at
+RETURNING record_id, tenant_id, embedding
+), blended AS (
+    -- Each written window's record gets its blended vector (MemoryRecord.blended_embedding): its own vector and the
+    -- window's, each of unit length, in the proportions of the semantic leg (OWN_WEIGHT in candidates.py).
+    UPDATE memory_memoryrecord r SET blended_embedding = CASE
+        WHEN r.embedding IS NULL OR w.embedding IS NULL THEN NULL
+        ELSE r.embedding * array_fill((%s / vector_norm(r.embedding))::real, ARRAY[vector_dims(r.embedding)])::vector
+             + w.embedding * array_fill(((1 - %s) / vector_norm(w.embedding))::real,
+                                        ARRAY[vector_dims(w.embedding)])::vector END
+    FROM written w WHERE r.id = w.record_id AND r.tenant_id = w.tenant_id
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM written), (SELECT count(*) FROM blended)
 """
+# A record that no longer has a window is scored on its own vector again.
+_UNBLEND_SQL = ("UPDATE memory_memoryrecord SET blended_embedding = NULL "
+                "WHERE id = ANY(%s) AND blended_embedding IS NOT NULL")
+
+
+def own_weight() -> float:
+    """The share of a windowed record's similarity that is its own vector's (ENGRAM_RECALL_OWN_WEIGHT)."""
+    return float(settings.ENGRAM_RECALL["own_weight"])
 
 
 def _hash(ids: list[str], texts: list[str], vectors: int | None = None) -> str:
@@ -172,6 +194,7 @@ def refresh_context(record_ids: Iterable[str]) -> int:
         stale = alone + [i for i in ids if i not in live]
         if stale:
             RecordContext.objects.filter(record_id__in=stale).delete()
+            cursor.execute(_UNBLEND_SQL, [stale])
         written = 0
         if changed:
             embeddings: list[str | None] = [None] * len(changed)
@@ -187,9 +210,9 @@ def refresh_context(record_ids: Iterable[str]) -> int:
             cursor.execute(_UPSERT_SQL, [
                 [c[0] for c in changed], [c[1] for c in changed], [c[2] for c in changed],
                 [" ".join(c[3]) for c in changed], ["\n".join(c[4]) for c in changed],
-                embeddings, weights, [c[6] for c in changed],
+                embeddings, weights, [c[6] for c in changed], own_weight(), own_weight(),
             ])
-            written = int(cursor.rowcount)
+            written = int(cursor.fetchone()[0])
         # Derived in this transaction: no longer pending (health's derived_pending), with the centroids the new
         # windows move (after the markers go: a subject with nothing left pending gets its exact centroid).
         PendingContext.objects.filter(record_id__in=ids).delete()

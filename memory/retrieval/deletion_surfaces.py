@@ -10,6 +10,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 
 from memory.deletion.registry import DeletionTarget, on_plan, purge_surface, read_check
+from memory.models import MemoryRecord
 from memory.retrieval.centroid import refresh as refresh_centroid
 from memory.retrieval.context import lexemes_around, refresh_context
 from memory.retrieval.models import RecordContext, RetrievalLog, SubjectCentroid, SubjectIndex, TermBucket
@@ -108,6 +109,9 @@ def purge_context_windows(target: DeletionTarget) -> int:
     of the remaining records only. Idempotent: a retry finds nothing quoting them."""
     quoting = list(_windows(target).values_list("record_id", flat=True))
     deleted, _ = RecordContext.objects.filter(record_id__in=quoting).delete()
+    # Their blended vectors hold the deleted turns' too: gone with the windows, derived again below.
+    (MemoryRecord.objects.filter(tenant_id=target.tenant_id, pk__in=quoting).exclude(blended_embedding=None)
+     .update(blended_embedding=None))
     if not target.whole_subject:
         refresh_context([i for i in quoting if i not in set(target.memory_ids)])
     return deleted

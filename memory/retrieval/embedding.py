@@ -42,8 +42,11 @@ def write_embeddings(pairs: Sequence[tuple[str, Sequence[float]]], *, only_missi
     if not pairs:
         return 0
     missing = " AND r.embedding IS NULL" if only_missing else ""
+    # A new vector for a record that had one (a re-embedding) leaves its blend with the old one until its window is
+    # derived again (context.py): cleared meanwhile, so the record is found by its own vector only.
+    unblend = "" if only_missing else ", blended_embedding = NULL"
     return execute_with_vectors(
-        "UPDATE memory_memoryrecord AS r SET embedding = v.e "
+        f"UPDATE memory_memoryrecord AS r SET embedding = v.e{unblend} "
         "FROM unnest(%s::text[], %b::vector[]) AS v(id, e) WHERE r.id = v.id AND r.status <> 'deleted'" + missing,
         [[p[0] for p in pairs], [np.asarray(p[1], dtype=np.float32) for p in pairs]],
     )

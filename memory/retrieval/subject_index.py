@@ -48,7 +48,7 @@ from memory.db.statistics import analyse, stale_tables
 from memory.locks import lock, session_unlock, try_session_lock
 from memory.models import Subject
 from memory.queues import BULK, enqueue
-from memory.retrieval.candidates import CONTEXT_TERM_WEIGHT
+from memory.retrieval.candidates import CONTEXT_TERM_WEIGHT, blended_vector
 from memory.retrieval.models import PendingMaintenance, RecordContext, SubjectIndex, TermBucket, TermCount
 from memory.retrieval.pending import pending_records
 
@@ -75,10 +75,13 @@ class PartialIndex:
     method: str  # USING ...
 
 
+# The vector index: one graph over each record's blended vector (its own vector where it has no window), by inner
+# product. Its order is the semantic leg's own (candidates.py): a record and its window no longer need a graph each,
+# which found fewer of the exact order's best rows from twice the candidates and took twice as long to build
+# (docs/retrieval.md, "Large subjects"). The statement orders by the same expression (candidates.blended_vector).
 PARTIAL_INDEXES = (
-    PartialIndex("rv", "memory_memoryrecord", "hnsw (embedding vector_cosine_ops)"),
+    PartialIndex("bv", "memory_memoryrecord", f"hnsw (({blended_vector()}) vector_ip_ops)"),
     PartialIndex("rt", "memory_memoryrecord", "gin (search_vector)"),
-    PartialIndex("cv", "retrieval_recordcontext", "hnsw (embedding vector_cosine_ops)"),
     PartialIndex("ct", "retrieval_recordcontext", "gin (terms)"),
 )
 _PREFIX = "retrieval_subject_"
@@ -212,6 +215,15 @@ def _forget(subject_id: int) -> None:
     """The subject's SubjectIndex row and statistics, in the caller's transaction: its retrieves scan from then on."""
     SubjectIndex.objects.filter(subject_id=subject_id).delete()
     delete_statistics(subject_id)
+
+
+def _drop_obsolete(subject_id: int, existing: dict[str, bool]) -> None:
+    """Drop the subject's partial indexes of kinds no longer built (an earlier version's), after their
+    replacements."""
+    wanted = {index_name(subject_id, i) for i in PARTIAL_INDEXES}
+    with connection.cursor() as cursor:
+        for name in sorted(set(existing) - wanted):
+            cursor.execute(f"DROP INDEX {_concurrently()}IF EXISTS {name}")
 
 
 def _drop_indexes(subject_id: int) -> None:
@@ -369,6 +381,7 @@ def _maintain(subject_id: int) -> str:
         SubjectIndex.objects.filter(pk=subject_id).update(ready=False)
     for partial_index in missing:
         _build(subject_id, partial_index, rows)
+    _drop_obsolete(subject_id, existing)
     if missing:
         analyse_tables(subject_id, rows)
     if missing or _drifted(index, rows) or not index.ready:

@@ -131,6 +131,55 @@ def test_deleting_a_turn_purges_every_window_that_quoted_it_and_rebuilds_them_wi
     assert windows[conversation[4]] == [conversation[1], conversation[2], conversation[4]]  # rebuilt, live turns
 
 
+def _blends(ids: list[str]) -> dict:
+    """Each record's own and blended vectors (None where it has none)."""
+    import numpy as np
+
+    from memory.models import MemoryRecord
+
+    def array(vector):
+        return None if vector is None else np.array(vector)
+
+    return {r.pk: (array(r.embedding), array(r.blended_embedding)) for r in MemoryRecord.objects.filter(pk__in=ids)}
+
+
+def _assert_blended_as_scored(ids: list[str]) -> None:
+    """Each windowed turn's blended vector is its own and its window's unit vectors in the semantic leg's
+    proportions, so that its inner product with a query is the similarity the statement gives the turn."""
+    import numpy as np
+
+    from memory.retrieval.candidates import OWN_WEIGHT
+
+    windows = {c.record_id: np.array(c.embedding) for c in RecordContext.objects.filter(record_id__in=ids)}
+    query = np.random.default_rng(7).normal(size=384)
+    for record_id, (own, blended) in _blends(ids).items():
+        if record_id not in windows:
+            assert blended is None
+            continue
+        own, window = own / np.linalg.norm(own), windows[record_id] / np.linalg.norm(windows[record_id])
+        assert np.allclose(blended, OWN_WEIGHT * own + (1 - OWN_WEIGHT) * window, atol=1e-5)
+        assert np.isclose(blended @ query, OWN_WEIGHT * own @ query + (1 - OWN_WEIGHT) * window @ query, atol=1e-4)
+
+
+def test_each_windowed_turn_gets_its_blended_vector_and_a_deletion_blends_its_neighbours_again(
+        agent, conversation, remember):
+    import numpy as np
+
+    fact = remember(agent, "Prefers aisle seats", field="seat")
+    _assert_blended_as_scored(conversation)
+    assert all(blended is not None for _, blended in _blends(conversation).values())
+    assert _blends([fact])[fact][1] is None  # no window, no blend: its own vector stands
+    before = _blends(conversation)
+
+    deleted = conversation[3]
+    assert run_job(agent.delete(f"/api/v1/memories/{deleted}").json()["deletion_id"]) == "completed"
+
+    after = _blends(conversation)
+    assert after[deleted] == (None, None)
+    assert not np.allclose(after[conversation[4]][1], before[conversation[4]][1])  # its window lost the turn
+    _assert_blended_as_scored([i for i in conversation if i != deleted])
+
+
 def _expected_windows(turns: list[tuple[str, dt.datetime]]) -> dict[str, list[str]]:
     """The windows by their definition, over the whole stream at once: event order, sessions cut at gaps longer
     than SESSION_GAP_MINUTES, up to WINDOW turns on either side within the session."""

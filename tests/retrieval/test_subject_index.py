@@ -3,7 +3,7 @@ subject shrinks or is erased; the indexed path ranks like the exact scan, never 
 predicate, and deletion leaves no word of a deleted record in the statistics.
 
 The threshold is lowered for these tests, so a generated subject of about 1,150 records is "large": the vector
-candidates are then a tenth of it per index for a retrieve of every namespace (100, as for any subject below 20,000
+candidates are then a tenth of it for a retrieve of every namespace (100, as for any subject below 20,000
 records) and a sixth for one narrowed to some namespaces (200), and the lexical leg reads only its rarer terms."""
 
 from __future__ import annotations
@@ -143,9 +143,9 @@ def test_a_subject_past_the_threshold_gets_its_own_indexes_and_loses_them_when_i
 
 
 def test_a_ready_subject_that_lost_an_index_is_due_again_and_index_subjects_rebuilds_it(large):
-    windows_hnsw = subject_index.index_name(large.subject_id, subject_index.PARTIAL_INDEXES[2])
+    graph = subject_index.index_name(large.subject_id, subject_index.PARTIAL_INDEXES[0])
     with connection.cursor() as cursor:
-        cursor.execute(f"DROP INDEX {windows_hnsw}")
+        cursor.execute(f"DROP INDEX {graph}")
     assert subject_index.sweep() == [large.subject_id]
 
     _prepare_index_builds()
@@ -153,10 +153,31 @@ def test_a_ready_subject_that_lost_an_index_is_due_again_and_index_subjects_rebu
     call_command("index_subjects", stdout=out)
 
     assert f"subject {large.subject_id} (" in out.getvalue() and "): ready" in out.getvalue()
-    assert subject_index.existing_indexes(large.subject_id).get(windows_hnsw) is True
+    assert subject_index.existing_indexes(large.subject_id).get(graph) is True
     assert subject_index.sweep() == []
     query = QUERIES[0]
     assert _ranking(_search(large, query)) == _ranking(_search(large, query, exact=True))
+
+
+def test_a_subject_indexed_with_a_graph_per_table_gets_the_blended_graph_and_loses_the_old_ones(large):
+    # As an earlier version left it: a graph of the records' own vectors and one of their windows', no blended one.
+    s = large.subject_id
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP INDEX {subject_index.index_name(s, subject_index.PARTIAL_INDEXES[0])}")
+        cursor.execute(f"CREATE INDEX retrieval_subject_{s}_rv ON memory_memoryrecord "
+                       f"USING hnsw (embedding vector_cosine_ops) WHERE subject_id = {s}")
+        cursor.execute(f"CREATE INDEX retrieval_subject_{s}_cv ON retrieval_recordcontext "
+                       f"USING hnsw (embedding vector_cosine_ops) WHERE subject_id = {s}")
+    assert subject_index.sweep() == [s]
+
+    _prepare_index_builds()
+    call_command("index_subjects", stdout=io.StringIO())
+
+    assert set(subject_index.existing_indexes(s)) == {subject_index.index_name(s, i)
+                                                      for i in subject_index.PARTIAL_INDEXES}
+    assert subject_index.sweep() == []
+    for query in QUERIES[:4]:
+        assert _ranking(_search(large, query)) == _ranking(_search(large, query, exact=True))
 
 
 def test_the_planner_knows_the_subjects_size_once_its_indexes_are_built(large):
@@ -354,7 +375,8 @@ def test_the_worker_indexes_a_subject_that_grows_past_the_threshold_and_refreshe
     assert not SubjectIndex.objects.exists()  # below the threshold: nothing built
     write("second", 2)
     index = SubjectIndex.objects.get(subject_id=scope.subject_id)
-    assert index.ready and index.rows == 41 and len(subject_index.existing_indexes(scope.subject_id)) == 4
+    assert index.ready and index.rows == 41
+    assert len(subject_index.existing_indexes(scope.subject_id)) == len(subject_index.PARTIAL_INDEXES)
 
     write("third", 5)  # more than 1% more rows: the statistics are recomputed after the embedding task
     assert SubjectIndex.objects.get(subject_id=scope.subject_id).rows == 46
