@@ -4,10 +4,10 @@
     .venv/bin/python bench/subject_indexes.py --subjects 0,50,200
 
 A large subject's own indexes (memory/retrieval/subject_index.py) are partial indexes on the shared records and
-context-window tables, four per subject. PostgreSQL tests every partial index's predicate for every row written to
-the table, and proves or refutes it for every statement it plans on the table. This benchmark builds the four
-indexes of N subjects that hold no rows (only the count of indexes matters here) on its own migrated database, then
-measures, each as a ratio to the same measure with no subject indexed, in the same run:
+context-window tables, three per subject (``PARTIAL_INDEXES``). PostgreSQL tests every partial index's predicate
+for every row written to the table, and proves or refutes it for every statement it plans on the table. This
+benchmark builds the indexes of N subjects that hold no rows (only the count of indexes matters here) on its own
+migrated database, then measures, each as a ratio to the same measure with no subject indexed, in the same run:
 
 - a write: ``memory_write_batch`` of 500 facts into an unindexed subject, per record;
 - planning: ``EXPLAIN`` of a record read by id, and of the subject's rows, as the ORM sends them (not prepared).
