@@ -253,7 +253,7 @@ def test_scopes_are_built_only_by_their_constructors():
 # (``manage.py reembed``) and carry no state of their own.
 RECORD_PACKAGES = (*PROJECT, "bench")
 ALLOWED = ("memory/records/gate.py", "memory/deletion/")
-DERIVED = {"embedding", "search_vector"}  # rebuilt from the record; may be written by the indexers
+DERIVED = {"embedding", "blended_embedding", "search_vector"}  # rebuilt from the record; may be written by the indexers
 STATE = {"status", "status_reason", "superseded_by", "superseded_by_id", "supersedes", "supersedes_id", "fact",
          "text", "value", "valid_until", "confidence", "source_type", "namespace", "field"}
 
@@ -284,7 +284,9 @@ def _record_writes(tree: ast.AST) -> list[tuple[int, str]]:
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             sql = " ".join(node.value.split()).lower()
             if "update memory_memoryrecord" in sql:
-                assignments = sql.split(" set ", 1)[1].split(" from ")[0] if " set " in sql else ""
+                # The SET of that UPDATE (a statement may hold other writes before it, e.g. in a CTE).
+                update = sql.split("update memory_memoryrecord", 1)[1]
+                assignments = update.split(" set ", 1)[1].split(" from ")[0] if " set " in update else ""
                 columns = {part.split("=")[0].strip() for part in assignments.split(",") if "=" in part}
                 if columns - DERIVED:
                     found.append((node.lineno, f"UPDATE memory_memoryrecord SET {', '.join(sorted(columns))}"))
