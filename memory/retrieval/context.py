@@ -125,9 +125,8 @@ RETURNING record_id, tenant_id, embedding
              + w.embedding * array_fill(((1 - %s) / vector_norm(w.embedding))::real,
                                         ARRAY[vector_dims(w.embedding)])::vector END
     FROM written w WHERE r.id = w.record_id AND r.tenant_id = w.tenant_id
-    RETURNING 1
 )
-SELECT (SELECT count(*) FROM written), (SELECT count(*) FROM blended)
+SELECT count(*) FROM written
 """
 # A record that no longer has a window is scored on its own vector again.
 _UNBLEND_SQL = ("UPDATE memory_memoryrecord SET blended_embedding = NULL "

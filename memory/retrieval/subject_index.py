@@ -77,7 +77,7 @@ class PartialIndex:
 
 # The vector index: one graph over each record's blended vector (its own vector where it has no window), by inner
 # product. Its order is the semantic leg's own (candidates.py): a record and its window no longer need a graph each,
-# which found fewer of the exact order's best rows from twice the candidates and took twice as long to build
+# which found fewer of the exact order's best rows from twice the candidates, and were two graphs to build
 # (docs/retrieval.md, "Large subjects"). The statement orders by the same expression (candidates.blended_vector).
 PARTIAL_INDEXES = (
     PartialIndex("bv", "memory_memoryrecord", f"hnsw (({blended_vector()}) vector_ip_ops)"),
