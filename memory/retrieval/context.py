@@ -25,6 +25,7 @@ from django.db import connection, transaction
 
 from memory.embedder import get_embedder
 from memory.embedder_onnx import MAX_SEQ_LENGTH
+from memory.locks import lock
 from memory.retrieval.centroid import vectors_written
 from memory.retrieval.embedding import embed_record_ids
 from memory.retrieval.models import PendingContext, RecordContext
@@ -160,6 +161,13 @@ def window_text(texts: list[str]) -> str:
     return "\n".join(texts)
 
 
+def lock_windows(subject_ids: Iterable[int]) -> None:
+    """The subjects' windows, locked for this transaction (re-entrant): whoever changes a subject's windows or its
+    records' blends takes this first, so that two such transactions wait for each other instead of each holding rows
+    the other needs."""
+    lock(f"record-context:{subject_id}" for subject_id in subject_ids)
+
+
 def refresh_context(record_ids: Iterable[str]) -> int:
     """Recompute the windows touching ``record_ids``; returns how many context rows were (re)written."""
     ids = sorted(set(record_ids))
@@ -174,8 +182,7 @@ def refresh_context(record_ids: Iterable[str]) -> int:
         cursor.execute("SELECT DISTINCT subject_id FROM memory_memoryrecord WHERE id = ANY(%s) ORDER BY subject_id",
                        [ids])
         subjects = [row[0] for row in cursor.fetchall()]
-        for subject_id in subjects:
-            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"record-context:{subject_id}"])
+        lock_windows(subjects)
         cursor.execute(_WINDOWS_SQL, {"ids": ids})
         rows = cursor.fetchall()
         changed: list[tuple[Any, ...]] = []

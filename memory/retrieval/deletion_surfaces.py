@@ -12,7 +12,7 @@ from django.db.models import Q
 from memory.deletion.registry import DeletionTarget, on_plan, purge_surface, read_check
 from memory.models import MemoryRecord
 from memory.retrieval.centroid import refresh as refresh_centroid
-from memory.retrieval.context import lexemes_around, refresh_context
+from memory.retrieval.context import lexemes_around, lock_windows, refresh_context
 from memory.retrieval.models import RecordContext, RetrievalLog, SubjectCentroid, SubjectIndex, TermBucket
 from memory.retrieval.subject_index import (
     delete_statistics,
@@ -107,6 +107,9 @@ def purge_context_windows(target: DeletionTarget) -> int:
 
     Runs after the records step (85): the deleted records are no longer live, so the new windows are made
     of the remaining records only. Idempotent: a retry finds nothing quoting them."""
+    # The subject's window lock before any of its rows: a worker deriving windows holds the lock and then writes
+    # these rows, so taking the rows first and the lock second (inside refresh_context) could deadlock with it.
+    lock_windows([target.subject_id])
     quoting = list(_windows(target).values_list("record_id", flat=True))
     deleted, _ = RecordContext.objects.filter(record_id__in=quoting).delete()
     # Their blended vectors hold the deleted turns' too: gone with the windows, derived again below.
