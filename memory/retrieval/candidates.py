@@ -424,12 +424,13 @@ VECTOR_OVERFETCH = 4
 MIN_VECTOR_CANDIDATES = 200
 MAX_EF_SEARCH = 1000
 LEXICAL_POSTINGS_PER_POOL = 10
-# A retrieve that may read every namespace of a subject of fewer than SMALL_INDEXED_SUBJECT records asks each index
+# A retrieve that may read every namespace of a subject of fewer than SMALL_INDEXED_SUBJECT records asks the index
 # for half as many: the candidates are most of the indexed statement's time (at 4,000 records, 12.7 ms with 200 per
-# index, 8.4 ms with 100), and in subjects of 2,000 and 4,000 records 100 found the exact scan's top 10 in the same
-# order for every query measured (docs/retrieval.md "Large subjects"). Larger subjects keep the wider search their
-# HNSW graphs need, and a namespace grant or filter the overfetch its predicates need (a grant to a third of the
-# subject left 33 of 100 vector candidates, fewer than the pool of 40, and the pool's tail ranked unlike the scan's).
+# index, 8.4 ms with 100, when each subject had two graphs), and in subjects of 2,000 and 4,000 records 100 found the
+# exact scan's top 10 in the same order for every query measured (docs/retrieval.md "Large subjects"). Larger
+# subjects keep the wider search their HNSW graph needs, and a namespace grant or filter the overfetch its predicates
+# need (a grant to a third of the subject left 33 of 100 vector candidates, fewer than the pool of 40, and the pool's
+# tail ranked unlike the scan's).
 SMALL_INDEXED_SUBJECT = 20_000
 SMALL_SUBJECT_OVERFETCH = 2
 MIN_SMALL_SUBJECT_CANDIDATES = 100
@@ -450,7 +451,7 @@ def _compiled_statement(scope: Scope, filters: Filters) -> RetrievalStatement:
 
 
 def _vector_candidates(pool: int, rows: int | None = None, *, narrowed: bool = True) -> int:
-    """How many rows each HNSW index is asked for: fewer for a subject known to be small (``rows``) when the scope
+    """How many rows the HNSW index is asked for: fewer for a subject known to be small (``rows``) when the scope
     is not ``narrowed`` to some of its namespaces."""
     if rows is not None and rows < SMALL_INDEXED_SUBJECT and not narrowed:
         return min(max(SMALL_SUBJECT_OVERFETCH * pool, MIN_SMALL_SUBJECT_CANDIDATES), MAX_EF_SEARCH)
