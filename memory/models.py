@@ -291,6 +291,10 @@ class MemoryRecord(models.Model):
     # scores them (memory/retrieval/context.py), so that one graph of a large subject orders its records as the
     # exact scan would (memory/retrieval/subject_index.py). NULL where there is no window: the own vector stands.
     blended_embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True, editable=False)
+    # The same turn's window's lexemes (RecordContext.terms), written and cleared with the blended vector: with both
+    # on the record's row, the semantic and the lexical leg score a windowed turn from that row alone, without
+    # reading its window.
+    context_terms = SearchVectorField(null=True, blank=True, editable=False)
 
     objects = MemoryRecordQuerySet.as_manager()
 

@@ -253,7 +253,8 @@ def test_scopes_are_built_only_by_their_constructors():
 # (``manage.py reembed``) and carry no state of their own.
 RECORD_PACKAGES = (*PROJECT, "bench")
 ALLOWED = ("memory/records/gate.py", "memory/deletion/")
-DERIVED = {"embedding", "blended_embedding", "search_vector"}  # rebuilt from the record; may be written by the indexers
+# Rebuilt from the record; may be written by the indexers.
+DERIVED = {"embedding", "blended_embedding", "search_vector", "context_terms"}
 STATE = {"status", "status_reason", "superseded_by", "superseded_by_id", "supersedes", "supersedes_id", "fact",
          "text", "value", "valid_until", "confidence", "source_type", "namespace", "field"}
 

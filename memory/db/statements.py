@@ -189,7 +189,8 @@ def scoped_sources(scope: Scope, filters: Filters) -> Scoped:
         _r("confidence"), confirmed, _r("confidence"), candidate, _c("candidates_retrievable"))
     task = _filter_predicates(filters, p)
     retention = [("max_retention_s", _epoch(_c("max_retention"))), ("default_ttl_s", _epoch(_c("default_ttl")))]
-    eligible = _select([*((name, _r(name)) for name in (*RECORD_COLUMNS, "search_vector", "embedding")),
+    eligible = _select([*((name, _r(name)) for name in (*RECORD_COLUMNS, "search_vector", "embedding",
+                                                         "blended_embedding", "context_terms")),
                         ("embed_class", _c("embed")), *retention],
                        _RECORDS, [*own, *live, servable, *task], _r("memory_class"))
     not_live = sql.SQL("(NOT ({} = {}) OR {} <= {} OR ({} = {} AND NOT {}))").format(

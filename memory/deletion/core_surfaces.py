@@ -82,7 +82,8 @@ def purge_embeddings(target: DeletionTarget) -> int:
 
 @purge_surface("text_index", order=25)
 def purge_text_index(target: DeletionTarget) -> int:
-    return _records(target).exclude(search_vector=None).update(search_vector=None)
+    return (_records(target).filter(Q(search_vector__isnull=False) | Q(context_terms__isnull=False))
+            .update(search_vector=None, context_terms=None))
 
 
 @purge_surface("audit", order=70)
@@ -124,7 +125,7 @@ def purge_records(target: DeletionTarget) -> int:
         return _records(target).delete()[0]
     return _records(target).update(status=RecordStatus.DELETED, status_reason="deleted", fact={}, text="",
                                    content_hash="", source_ref=None, embedding=None, blended_embedding=None,
-                                   search_vector=None)
+                                   search_vector=None, context_terms=None)
 
 
 @purge_surface("caches", order=90)

@@ -15,15 +15,18 @@ maintain. Terms are the query's lexemes under the same text-search configuration
 (stemming, the configuration's stop words). A term's frequency in a record is its presence (memories are
 short statements; counting occurrences measured no better and cost an unnest of every matching vector):
 1 when the record's own text has it, plus CONTEXT_TERM_WEIGHT when its context window (RecordContext:
-the turns around an episodic record) has it; lengths are distinct lexemes, the window's at the same weight. The score is
-divided by its ceiling for this query, ``(k1 + 1) * sum(idf)``, so it lies in [0, 1] and means "how much
-of the query's information this record carries": a record sharing one common word scores near 0 however
-few records there are, instead of being stretched to 1 by max-normalisation.
+the turns around an episodic record; a copy of its lexemes is on the record's row) has it; lengths are distinct
+lexemes, the window's at the same weight. The score is divided by its ceiling for this query,
+``(k1 + 1) * sum(idf)``, so it lies in [0, 1] and means "how much of the query's information this record
+carries": a record sharing one common word scores near 0 however few records there are, instead of being
+stretched to 1 by max-normalisation.
 
 *Semantic leg: exact cosine similarity over ``e``.* For a record with a context window the similarity is
-OWN_WEIGHT * cos(query, record) + (1 - OWN_WEIGHT) * cos(query, window). Exact, never HNSW under a
-filter: pgvector 0.6 has no iterative index scans and a filtered HNSW scan returns fewer rows than asked
-(measured: docs/retrieval.md); the ``+ 0`` keeps any index on the column out of the plan.
+OWN_WEIGHT * cos(query, record) + (1 - OWN_WEIGHT) * cos(query, window), the window's read from the record's
+blended vector (``_window_distance``), so that a windowed turn is scored from its own row alone, as its window's
+lexemes are (``context_terms``). Exact, never HNSW under a filter: pgvector 0.6 has no iterative index scans
+and a filtered HNSW scan returns fewer rows than asked (measured: docs/retrieval.md); the ``+ 0`` keeps any index
+on the column out of the plan.
 
 *Large subjects* (memory/retrieval/subject_index.py, docs/retrieval.md "Large subjects"): past the threshold a
 subject has its own partial HNSW and GIN indexes and BM25 statistics. The same statement then takes its candidates
@@ -67,7 +70,9 @@ from memory.search import TEXT_SEARCH_CONFIG, vector_literal
 _TUNING = settings.ENGRAM_RECALL
 K1, B = float(_TUNING["bm25_k1"]), float(_TUNING["bm25_b"])
 CONTEXT_TERM_WEIGHT = float(_TUNING["context_term_weight"])  # a word said around a record: half a word of it
-OWN_WEIGHT = float(_TUNING["own_weight"])  # of a windowed record's similarity: the rest is the window's
+# Of a windowed record's similarity: the rest is the window's. Also the proportion of the stored blended vector
+# (context.py), from which the window's share is read: a changed weight needs `reembed --all` to blend them again.
+OWN_WEIGHT = float(_TUNING["own_weight"])
 W_LEXICAL = float(_TUNING["w_lexical"])
 W_SEMANTIC = 1.0 - W_LEXICAL
 # Lexical evidence counts fully for a record at least this similar to the query, and proportionally less
@@ -174,23 +179,25 @@ ix AS MATERIALIZED (
 eligible ({e_columns}) AS NOT MATERIALIZED ({e_sql}),{indexed_ctes}
 e AS MATERIALIZED (
     -- Distance, length and whether any query word occurs are computed while the scoped rows are read:
-    -- the vectors never leave the scan, and only matching rows keep their text vector.
+    -- the vectors never leave the scan, and only matching rows keep their text vector. A windowed turn's window
+    -- is read from the turn's own row: its distance from the blended vector, its lexemes from their copy.
     SELECT {e_kept}, 1 - @RECORD_SIMILARITY(eligible.embedding) + 0 AS own_distance,
            length(eligible.search_vector) AS own_len,
-           CASE WHEN eligible.search_vector @@ q.tsq THEN eligible.search_vector END AS own_match
+           CASE WHEN eligible.search_vector @@ q.tsq THEN eligible.search_vector END AS own_match,
+           @WINDOW_DISTANCE AS ctx_distance, length(eligible.context_terms) AS ctx_len,
+           CASE WHEN eligible.context_terms @@ q.tsq THEN eligible.context_terms END AS around_match
     FROM eligible, q
     WHERE {e_where}
 ),
-{windows}
 stats AS ({stats}),
 -- Each matching row's term frequencies: 1 for a query word in its own text, the context weight for one in its window.
 hits AS (
     SELECT * FROM (
-        SELECT r.id, coalesce(r.own_len, 0) + %(context_weight)s * coalesce(r.ctx_len, 0) AS dl, t.term,
-               coalesce((r.own_match @@ t.tsq)::int, 0)
-               + %(context_weight)s * coalesce((r.around_match @@ t.tsq)::int, 0) AS tf
-        FROM r, q, unnest(q.terms, q.tsqs) t(term, tsq)
-        WHERE r.own_match IS NOT NULL OR r.around_match IS NOT NULL) h
+        SELECT e.id, coalesce(e.own_len, 0) + %(context_weight)s * coalesce(e.ctx_len, 0) AS dl, t.term,
+               coalesce((e.own_match @@ t.tsq)::int, 0)
+               + %(context_weight)s * coalesce((e.around_match @@ t.tsq)::int, 0) AS tf
+        FROM e, q, unnest(q.terms, q.tsqs) t(term, tsq)
+        WHERE e.own_match IS NOT NULL OR e.around_match IS NOT NULL) h
     WHERE tf > 0
 ),
 idf AS (
@@ -215,7 +222,7 @@ scored AS (
            CASE WHEN max(ctx_distance) IS NULL THEN 1 - max(own_distance)
                 ELSE %(own_weight)s * (1 - max(own_distance)) + (1 - %(own_weight)s) * (1 - max(ctx_distance))
            END AS similarity
-    FROM (SELECT id, NULL::float AS lexical, own_distance, ctx_distance FROM r
+    FROM (SELECT id, NULL::float AS lexical, own_distance, ctx_distance FROM e
           UNION ALL SELECT id, lexical, NULL, NULL FROM lex) u
     GROUP BY id
 ),
@@ -277,13 +284,25 @@ SELECT
     -- candidates the next retrieve asks its indexes for
     (SELECT si.rows FROM retrieval_subjectindex si WHERE si.subject_id = {subject})
 """
+
+def _window_distance(record: str) -> str:
+    """A windowed record's window's distance to the query, from the record's own row: one less the window's
+    similarity, scored with the shifted query and offset like a record's (centroid.py).
+
+    The blended vector is ``w own/|own| + (1 - w) window/|window|`` (w the own weight; context.py writes it), so the
+    window's similarity ``window/|window| . v`` (``v`` the shifted query; ``q.scale (1 - cos distance)`` is a unit
+    vector's inner product with it) is ``(blended . v - w own/|own| . v) / (1 - w)``: two products with the row's
+    own vectors instead of reading the window's row. NULL without a window (or with a weight of 1, where the
+    window counts for nothing). "+ 0" keeps any index on the column out of the plan (see the module docstring)."""
+    own = f"q.scale * (1 - ({record}.embedding <=> q.v))"
+    return (f"1 - ((-({record}.blended_embedding <#> q.v) - %(own_weight)s * {own}) / nullif(1 - %(own_weight)s, 0)"
+            f" + q.window_shift) + 0")
+
+
 for _vector in ("eligible.embedding", "x.embedding"):
     _SEARCH_SQL = _SEARCH_SQL.replace(f"@RECORD_SIMILARITY({_vector})", _record_similarity(_vector))
 _SEARCH_SQL = _SEARCH_SQL.replace("{own_share_below}", str(OWN_SHARE_BELOW))
-
-# A window's distance to the query: one less its similarity, scored with the shifted query and offset like a record's
-# (centroid.py); "+ 0" keeps any index on the column out of the plan (see the module docstring).
-_WINDOW_DISTANCE = "1 - q.scale * (1 - (rc.embedding <=> q.v)) - q.window_shift + 0"
+_SEARCH_SQL = _SEARCH_SQL.replace("@WINDOW_DISTANCE", _window_distance("eligible"))
 
 # The two variants of the statement's parts (memory/db/statements.RetrievalStatement composes them in). Scan:
 # every scoped row, with BM25's statistics counted over them, unless the subject has its own indexes (then it
@@ -293,28 +312,11 @@ _SCAN = {
     "subject": "%(subject)s",
     "indexed_ctes": "",
     "e_where": "NOT (SELECT ready FROM ix)",
-    # The subject's windows (their length, distance to the query, and lexemes when a query word occurs in them), read
-    # through their subject index and scored on their own, then hash-joined to e (so a window of a record this scope
-    # may not read is dropped there): probing the windows' primary key once per scoped row instead took about a
-    # tenth of the statement (600 records: 5.2 → 4.6 ms in one process). r is every row of e with its window's
-    # columns, so that BM25 and the similarity read one row per record: grouping the records' and the windows' rows
-    # by id instead cost a sixth of the statement at 4,000 records (its aggregate of text vectors spilled to disk).
-    "windows": f"""
-w AS MATERIALIZED (
-    SELECT rc.record_id AS id, length(rc.terms) AS len, {_WINDOW_DISTANCE} AS distance,
-           CASE WHEN rc.terms @@ q.tsq THEN rc.terms END AS around_match
-    FROM retrieval_recordcontext rc, q
-    WHERE rc.subject_id = %(subject)s AND NOT (SELECT ready FROM ix)
-),
-r AS MATERIALIZED (
-    SELECT e.id, e.own_distance, e.own_len, e.own_match, w.distance AS ctx_distance, w.len AS ctx_len, w.around_match
-    FROM e LEFT JOIN w ON w.id = e.id
-),""",
     "stats": """
     SELECT count(*)::float AS n,
            greatest((coalesce(sum(own_len), 0) + %(context_weight)s * coalesce(sum(ctx_len), 0))
                     / greatest(count(*), 1), 1) AS avgdl
-    FROM r
+    FROM e
 """,
     "df": "SELECT term, count(*)::float AS df FROM hits GROUP BY term",
     "x_where": "NOT (SELECT ready FROM ix)",
@@ -381,13 +383,6 @@ found AS MATERIALIZED (
     # A semi-join on the candidates: with ``id = ANY(array)`` the planner probed the primary key once per memory
     # class (7 × 205 probes; 11.5 ms against 7.5 ms for the whole statement at 100,000 records).
     "e_where": "eligible.id IN (SELECT id FROM found)",
-    # The candidates' windows only, by primary key: a few hundred.
-    "windows": f"""
-r AS MATERIALIZED (
-    SELECT e.id, e.own_distance, e.own_len, e.own_match, {_WINDOW_DISTANCE} AS ctx_distance,
-           length(rc.terms) AS ctx_len, CASE WHEN rc.terms @@ q.tsq THEN rc.terms END AS around_match
-    FROM e CROSS JOIN q LEFT JOIN retrieval_recordcontext rc ON rc.record_id = e.id
-),""",
     "stats": """
     SELECT coalesce(sum(b.records), 0)::float AS n,
            greatest(coalesce(sum(b.length), 0) / greatest(coalesce(sum(b.records), 0), 1), 1) AS avgdl

@@ -116,11 +116,12 @@ FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::
 JOIN memory_memoryrecord r ON r.id = v.id AND r.status = 'active'
 ON CONFLICT (record_id, tenant_id) DO UPDATE SET neighbours = EXCLUDED.neighbours, terms = EXCLUDED.terms,
     embedding = EXCLUDED.embedding, window_hash = EXCLUDED.window_hash, updated_at = EXCLUDED.updated_at
-RETURNING record_id, tenant_id, embedding
+RETURNING record_id, tenant_id, embedding, terms
 ), blended AS (
     -- Each written window's record gets its blended vector (MemoryRecord.blended_embedding): its own vector and the
-    -- window's, each of unit length, in the proportions of the semantic leg (OWN_WEIGHT in candidates.py).
-    UPDATE memory_memoryrecord r SET blended_embedding = CASE
+    -- window's, each of unit length, in the proportions of the semantic leg (OWN_WEIGHT in candidates.py); and a copy
+    -- of the window's lexemes (context_terms). Retrieval scores the turn from its own row with these two.
+    UPDATE memory_memoryrecord r SET context_terms = w.terms, blended_embedding = CASE
         WHEN r.embedding IS NULL OR w.embedding IS NULL THEN NULL
         ELSE r.embedding * array_fill((%s / vector_norm(r.embedding))::real, ARRAY[vector_dims(r.embedding)])::vector
              + w.embedding * array_fill(((1 - %s) / vector_norm(w.embedding))::real,
@@ -129,9 +130,9 @@ RETURNING record_id, tenant_id, embedding
 )
 SELECT count(*) FROM written
 """
-# A record that no longer has a window is scored on its own vector again.
-_UNBLEND_SQL = ("UPDATE memory_memoryrecord SET blended_embedding = NULL "
-                "WHERE id = ANY(%s) AND blended_embedding IS NOT NULL")
+# A record that no longer has a window is scored on its own vector and its own words again.
+_UNBLEND_SQL = ("UPDATE memory_memoryrecord SET blended_embedding = NULL, context_terms = NULL "
+                "WHERE id = ANY(%s) AND (blended_embedding IS NOT NULL OR context_terms IS NOT NULL)")
 
 
 def own_weight() -> float:
@@ -174,10 +175,10 @@ def refresh_context(record_ids: Iterable[str]) -> int:
     if not ids:
         return 0
     mean = vectors_from_turns()
-    if mean:
-        # The windows are made of the turns' own vectors: the turns written get theirs first (the embedding task
-        # queued beside this one then finds nothing left to do), outside the lock and the transaction.
-        embed_record_ids(ids)
+    # The turns written get their own vectors first, outside the lock and the transaction (the embedding task
+    # queued beside this one then finds nothing left to do): the windows are made of them (``mean``), and a
+    # windowed turn's blended vector needs its own vector either way.
+    embed_record_ids(ids)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SELECT DISTINCT subject_id FROM memory_memoryrecord WHERE id = ANY(%s) ORDER BY subject_id",
                        [ids])

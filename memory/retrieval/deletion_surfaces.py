@@ -112,9 +112,11 @@ def purge_context_windows(target: DeletionTarget) -> int:
     lock_windows([target.subject_id])
     quoting = list(_windows(target).values_list("record_id", flat=True))
     deleted, _ = RecordContext.objects.filter(record_id__in=quoting).delete()
-    # Their blended vectors hold the deleted turns' too: gone with the windows, derived again below.
-    (MemoryRecord.objects.filter(tenant_id=target.tenant_id, pk__in=quoting).exclude(blended_embedding=None)
-     .update(blended_embedding=None))
+    # Their blended vectors and copies of the windows' lexemes hold the deleted turns' too: gone with the windows,
+    # derived again below.
+    (MemoryRecord.objects.filter(tenant_id=target.tenant_id, pk__in=quoting)
+     .filter(Q(blended_embedding__isnull=False) | Q(context_terms__isnull=False))
+     .update(blended_embedding=None, context_terms=None))
     if not target.whole_subject:
         refresh_context([i for i in quoting if i not in set(target.memory_ids)])
     return deleted
@@ -122,8 +124,15 @@ def purge_context_windows(target: DeletionTarget) -> int:
 
 @read_check("context_windows")
 def check_context_windows(target: DeletionTarget) -> list[str]:
-    """A window that still quotes a deleted record (or, for an erasure, any window of the subject)."""
-    return [f"context window of {record_id}" for record_id in _windows(target).values_list("record_id", flat=True)]
+    """A window that still quotes a deleted record (or, for an erasure, any window of the subject), and a record
+    that still holds a copy of a window's lexemes without having that window (the copies are written and cleared
+    with the windows, so a deleted window's words can only survive there)."""
+    windows = [f"context window of {record_id}" for record_id in _windows(target).values_list("record_id", flat=True)]
+    copies = (MemoryRecord.objects.filter(tenant_id=target.tenant_id, subject_id=target.subject_id,
+                                          context_terms__isnull=False)
+              .exclude(pk__in=RecordContext.objects.filter(tenant_id=target.tenant_id, subject_id=target.subject_id)
+                       .values("record_id")))
+    return windows + [f"window lexemes of {record_id}" for record_id in copies.values_list("pk", flat=True)[:20]]
 
 
 @on_plan("search_statistics")

@@ -148,9 +148,14 @@ def _assert_blended_as_scored(ids: list[str]) -> None:
     proportions, so that its inner product with a query is the similarity the statement gives the turn."""
     import numpy as np
 
+    from memory.models import MemoryRecord
     from memory.retrieval.candidates import OWN_WEIGHT
 
-    windows = {c.record_id: np.array(c.embedding) for c in RecordContext.objects.filter(record_id__in=ids)}
+    contexts = RecordContext.objects.filter(record_id__in=ids)
+    windows = {c.record_id: np.array(c.embedding) for c in contexts}
+    # The window's lexemes are on the turn's row too (the statement reads them there), exactly the window's.
+    assert (dict(MemoryRecord.objects.filter(pk__in=ids).values_list("pk", "context_terms"))
+            == {i: dict(contexts.values_list("record_id", "terms")).get(i) for i in ids})
     query = np.random.default_rng(7).normal(size=384)
     for record_id, (own, blended) in _blends(ids).items():
         if record_id not in windows:
@@ -161,11 +166,14 @@ def _assert_blended_as_scored(ids: list[str]) -> None:
         assert np.isclose(blended @ query, OWN_WEIGHT * own @ query + (1 - OWN_WEIGHT) * window @ query, atol=1e-4)
 
 
-def test_each_windowed_turn_gets_its_blended_vector_and_a_deletion_blends_its_neighbours_again(
+def test_each_windowed_turn_carries_its_windows_vector_and_words_and_a_deletion_derives_its_neighbours_again(
         agent, conversation, remember):
     import numpy as np
 
+    from memory.models import MemoryRecord
+
     fact = remember(agent, "Prefers aisle seats", field="seat")
+    assert MemoryRecord.objects.filter(context_terms=MARKER).count() == 3  # the turns whose windows quote it
     _assert_blended_as_scored(conversation)
     assert all(blended is not None for _, blended in _blends(conversation).values())
     assert _blends([fact])[fact][1] is None  # no window, no blend: its own vector stands
@@ -178,6 +186,7 @@ def test_each_windowed_turn_gets_its_blended_vector_and_a_deletion_blends_its_ne
     assert after[deleted] == (None, None)
     assert not np.allclose(after[conversation[4]][1], before[conversation[4]][1])  # its window lost the turn
     _assert_blended_as_scored([i for i in conversation if i != deleted])
+    assert not MemoryRecord.objects.filter(context_terms=MARKER).exists()  # no copy of its words is left
 
 
 def _expected_windows(turns: list[tuple[str, dt.datetime]]) -> dict[str, list[str]]:

@@ -85,7 +85,7 @@ def test_both_legs_read_one_cte_that_carries_every_scope_and_validity_predicate_
         memory_retrieve(scope=scope, request=RetrieveRequest(query="aisle seats", namespaces=["user"],
                                                              kinds=["preference"]))
 
-    statements = [q["sql"] for q in captured if "retrieval_recordcontext" in q["sql"]]
+    statements = [q["sql"] for q in captured if "by_semantic AS (" in q["sql"]]
     assert len(statements) == 1  # both legs, fusion and the explanations: one statement
     sql = statements[0]
     eligible = sql.split(" AS NOT MATERIALIZED (", 1)[1].split("),\ne AS MATERIALIZED", 1)[0]
@@ -100,11 +100,12 @@ def test_both_legs_read_one_cte_that_carries_every_scope_and_validity_predicate_
     # Each leg scores rows of the scoped CTE and of nothing else: no other read of the records table.
     rest = sql.split("),\ne AS MATERIALIZED", 1)[1].split("\nx (", 1)[0]
     assert "memory_memoryrecord" not in rest
-    assert "eligible.search_vector @@ q.tsq" in rest and "FROM r, q, unnest" in rest  # the lexical leg
+    assert "eligible.search_vector @@ q.tsq" in rest and "FROM e, q, unnest" in rest  # the lexical leg
     assert "(eligible.embedding <=> q.raw)" in rest and "AS own_distance" in rest  # the vector leg
+    # A windowed turn's window is scored from the turn's own row: its blended vector and its window's lexemes.
+    assert "eligible.blended_embedding <#> q.v" in rest and "eligible.context_terms @@ q.tsq" in rest
     assert "FROM eligible, q" in rest
-    assert "FROM e LEFT JOIN w ON w.id = e.id" in rest  # each row of e with its window, if it has one
-    assert "own_distance, ctx_distance FROM r" in rest  # fused from those rows alone
+    assert "own_distance, ctx_distance FROM e" in rest  # fused from those rows alone
 
 
 def test_the_vector_leg_is_an_exact_scan_even_with_an_hnsw_index_present(crowd):
@@ -145,7 +146,7 @@ def test_the_statement_is_planned_once_per_connection_and_its_generic_plan_keeps
         later = {scope.subject_id: ranking(scope) for scope, _ in subjects}
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*), sum(generic_plans), sum(custom_plans) FROM pg_prepared_statements "
-                       "WHERE statement LIKE '%%retrieval_recordcontext%%'")
+                       "WHERE statement LIKE '%%by_semantic AS (%%'")
         prepared, generic, custom = cursor.fetchone()
 
     assert prepared == 1  # one text for every subject: one prepared statement
