@@ -13,7 +13,6 @@ from django.db.models.fields.json import KT
 
 from memory.models import MemoryRecord, MemoryType
 from memory.queues import embedding_queue, enqueue
-from memory.retrieval.context import vectors_from_turns
 from memory.search import TEXT_SEARCH_CONFIG
 
 
@@ -53,9 +52,10 @@ def schedule_context(ids: list[str], *, episodic: bool | None = None) -> bool:
     ``derived_pending`` counts them from the moment they are readable until their windows are derived.
     ``episodic`` saves the look-up when the caller knows; a write of semantic facts queues nothing.
 
-    Returns whether the task queued also embeds every one of ``ids``: windows made of the turns' own vectors
-    (the default) embed the records first, so the caller queues no embedding task of its own for them (a second
-    task that finds nothing to embed still cost about 40 ms of the worker per 500 records)."""
+    Returns whether the task queued also embeds every one of ``ids``: it embeds the records first (the windows are
+    made of the turns' own vectors by default, and a windowed turn's blended vector needs its own vector either
+    way), so the caller queues no embedding task of its own for them (a second task that finds nothing to embed
+    still cost about 40 ms of the worker per 500 records)."""
     if episodic is False or not ids:
         return False
     with connection.cursor() as cursor:
@@ -70,4 +70,4 @@ def schedule_context(ids: list[str], *, episodic: bool | None = None) -> bool:
     # Embeds a window per record: an import's goes to the bulk queue, a few records' to the interactive one.
     transaction.on_commit(lambda: enqueue("memory.records.tasks.derive_context", ids,
                                           queue=embedding_queue(len(ids))))
-    return vectors_from_turns()
+    return True

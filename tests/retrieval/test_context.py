@@ -189,6 +189,24 @@ def test_each_windowed_turn_carries_its_windows_vector_and_words_and_a_deletion_
     assert not MemoryRecord.objects.filter(context_terms=MARKER).exists()  # no copy of its words is left
 
 
+
+def test_the_deletion_read_check_finds_a_copy_of_a_windows_words_left_without_its_window(agent, conversation):
+    from memory.deletion.registry import DeletionTarget, read_checks
+    from memory.models import MemoryRecord
+
+    deleted, neighbour = conversation[3], conversation[4]
+    target = DeletionTarget(tenant_id=agent.tenant.pk, subject_id=agent.subject.pk,
+                            subject_external_id=agent.subject.external_id, memory_ids=(deleted,), markers=(MARKER,))
+    check = read_checks()["context_windows"]
+    RecordContext.objects.filter(record_id__in=conversation[1:5]).exclude(record_id=neighbour).delete()
+    MemoryRecord.objects.filter(pk__in=conversation[1:5]).exclude(pk=neighbour).update(context_terms=None)
+    assert check(target) == [f"context window of {neighbour}"]
+
+    # A purge that dropped the window but left the copy on the turn's row: the words are still there.
+    RecordContext.objects.filter(record_id=neighbour).delete()
+    assert check(target) == [f"window lexemes of {neighbour}"]
+
+
 def _expected_windows(turns: list[tuple[str, dt.datetime]]) -> dict[str, list[str]]:
     """The windows by their definition, over the whole stream at once: event order, sessions cut at gaps longer
     than SESSION_GAP_MINUTES, up to WINDOW turns on either side within the session."""
@@ -291,6 +309,9 @@ def test_with_model_vectors_a_window_is_the_models_embedding_of_its_text(
     expected = get_embedder().embed(["\n".join(texts[i] for i in w.neighbours) for w in windows])
     for window, vector in zip(windows, expected, strict=True):
         assert np.allclose(np.array(window.embedding), vector, atol=1e-4)
+    # The turns got their own vectors before their windows, so every windowed turn has its blended vector too.
+    _assert_blended_as_scored(ids)
+    assert all(blended is not None for _, blended in _blends(ids).values())
     packets = retrieve(agent, "How often does Sam go swimming?", limit=3)["packets"]
     assert ids[1] in [p["memory_id"] for p in packets]
 
