@@ -130,7 +130,7 @@ def _with_provenance(qs: QuerySet[MemoryRecord]) -> QuerySet[MemoryRecord]:
     # (the 384-float vectors, the tsvector) are never needed to show a page.
     return (qs.select_related("memory_class", "source_event")
             .annotate(previous_confidence=F("supersedes__confidence"))
-            .defer("embedding", "blended_embedding", "search_vector"))
+            .defer("embedding", "blended_embedding", "search_vector", "context_terms"))
 
 
 def deletions_for(*, scope: Scope, memory_ids: list[str]) -> dict[str, DeletionJob]:
