@@ -4,7 +4,9 @@ database, read at scrape time (queue depths, derived work behind), never kept in
 from __future__ import annotations
 
 import datetime as dt
+import glob
 import logging
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,6 +24,8 @@ from memory.retrieval.models import SubjectIndex
 from memory.retrieval.subject_index import capacity
 
 logger = logging.getLogger("engram.metrics")
+# A metrics file starts with the 8 bytes that say how much of it is used (prometheus_client.mmap_dict).
+_HEADER_BYTES = 8
 
 
 class DatabaseCollector(Collector):
@@ -69,6 +73,23 @@ def queue_task_counts(*, now: dt.datetime | None = None) -> dict[tuple[str, str]
     return counts
 
 
+class _SettledFiles(multiprocess.MultiProcessCollector):
+    """prometheus-client's multiprocess collector, leaving out the files a process is still creating: a process
+    opens its file empty and then sizes it, and a scrape that read it in between failed on the empty header (a 500
+    from ``/metrics`` while gunicorn replaced a web process). Such a file holds no value yet; the next scrape reads
+    it."""
+
+    def collect(self) -> Any:
+        files = []
+        for path in glob.glob(os.path.join(self._path, "*.db")):
+            try:
+                if os.path.getsize(path) >= _HEADER_BYTES:
+                    files.append(path)
+            except FileNotFoundError:  # a dead process's live gauge, removed since the glob
+                continue
+        return self.merge(files, accumulate=True)
+
+
 class _ProcessMetrics(Collector):
     """This process's own metrics (the single-process case: runserver, tests)."""
 
@@ -81,7 +102,7 @@ def scrape_registry() -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
     directory = multiprocess_dir()
     if directory:
-        multiprocess.MultiProcessCollector(registry, path=directory)
+        _SettledFiles(registry, path=directory)
     else:
         registry.register(_ProcessMetrics())
     registry.register(DatabaseCollector())

@@ -286,3 +286,21 @@ def test_serve_starts_from_an_empty_metrics_directory(tmp_path, monkeypatch):
 
     assert metrics_dir(8000) == directory
     assert sorted(p.name for p in directory.iterdir()) == ["README"]
+
+
+def test_a_scrape_leaves_out_a_metrics_file_another_process_is_still_creating(client, tmp_path, monkeypatch):
+    """A process opens its metrics file empty and sizes it next; a scrape between the two answered 500."""
+    from prometheus_client.mmap_dict import MmapedDict
+
+    from memory.metrics import MULTIPROC_ENV
+
+    written = MmapedDict(str(tmp_path / "counter_101.db"))
+    written.write_value('["engram_records_written_total", "engram_records_written_total", {"path": "batch"}, '
+                        '"Records written."]', 3.0, 0.0)
+    written.close()
+    (tmp_path / "counter_102.db").touch()  # opened by a process starting up, not sized yet
+    monkeypatch.setenv(MULTIPROC_ENV, str(tmp_path))
+
+    text = scrape(client)
+
+    assert value(text, "engram_records_written_total", path="batch") == 3
