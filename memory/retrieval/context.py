@@ -135,6 +135,16 @@ _UNBLEND_SQL = ("UPDATE memory_memoryrecord SET blended_embedding = NULL, contex
                 "WHERE id = ANY(%s) AND (blended_embedding IS NOT NULL OR context_terms IS NOT NULL)")
 
 
+def drop_windows(record_ids: list[str]) -> int:
+    """Delete these records' windows and the copies their rows hold of them (the blended vector, the window's
+    lexemes): each record is scored on its own vector and its own words until a window is derived for it again.
+    Returns how many windows were deleted."""
+    deleted, _ = RecordContext.objects.filter(record_id__in=record_ids).delete()
+    with connection.cursor() as cursor:
+        cursor.execute(_UNBLEND_SQL, [record_ids])
+    return deleted
+
+
 def own_weight() -> float:
     """The share of a windowed record's similarity that is its own vector's (ENGRAM_RECALL_OWN_WEIGHT)."""
     return float(settings.ENGRAM_RECALL["own_weight"])
@@ -200,8 +210,7 @@ def refresh_context(record_ids: Iterable[str]) -> int:
         live = {r[0] for r in rows}
         stale = alone + [i for i in ids if i not in live]
         if stale:
-            RecordContext.objects.filter(record_id__in=stale).delete()
-            cursor.execute(_UNBLEND_SQL, [stale])
+            drop_windows(stale)
         written = 0
         if changed:
             embeddings: list[str | None] = [None] * len(changed)

@@ -12,7 +12,7 @@ from django.db.models import Q
 from memory.deletion.registry import DeletionTarget, on_plan, purge_surface, read_check
 from memory.models import MemoryRecord
 from memory.retrieval.centroid import refresh as refresh_centroid
-from memory.retrieval.context import lexemes_around, lock_windows, refresh_context
+from memory.retrieval.context import drop_windows, lexemes_around, lock_windows, refresh_context
 from memory.retrieval.models import RecordContext, RetrievalLog, SubjectCentroid, SubjectIndex, TermBucket
 from memory.retrieval.subject_index import (
     delete_statistics,
@@ -111,12 +111,9 @@ def purge_context_windows(target: DeletionTarget) -> int:
     # these rows, so taking the rows first and the lock second (inside refresh_context) could deadlock with it.
     lock_windows([target.subject_id])
     quoting = list(_windows(target).values_list("record_id", flat=True))
-    deleted, _ = RecordContext.objects.filter(record_id__in=quoting).delete()
-    # Their blended vectors and copies of the windows' lexemes hold the deleted turns' too: gone with the windows,
-    # derived again below.
-    (MemoryRecord.objects.filter(tenant_id=target.tenant_id, pk__in=quoting)
-     .filter(Q(blended_embedding__isnull=False) | Q(context_terms__isnull=False))
-     .update(blended_embedding=None, context_terms=None))
+    # With the windows go their copies on the records' rows (blended vectors, lexemes), which hold the deleted turns'
+    # too; derived again below.
+    deleted = drop_windows(quoting)
     if not target.whole_subject:
         refresh_context([i for i in quoting if i not in set(target.memory_ids)])
     return deleted
